@@ -1,0 +1,49 @@
+// The one dispatch point for vector kernels. Each kernel is single-threaded and works on the range
+// it is given; ops split work across threads. Every ISA provides the same table; the scalar table is
+// the reference the others are tested against.
+#pragma once
+
+#include <cstddef>
+
+namespace aft::kernels {
+
+struct KernelTable {
+  const char* isa;  // "avx512", "avx2", "sse2", "neon", "scalar"
+
+  // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w row-major, row stride cols.
+  void (*gemv_f32)(std::size_t rows, std::size_t cols, const float* w, const float* x,
+                   const float* bias, float* y);
+
+  // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta over n values (biased variance, as PyTorch).
+  void (*layer_norm_f32)(std::size_t n, const float* x, const float* gamma, const float* beta,
+                         float eps, float* y);
+
+  // Streaming AFT accumulator, per channel c in [0, n): adds one entry with logit k[c] + w and value v[c]
+  // to the state (m, a, b), where a = sum exp(logit - m) v and b = sum exp(logit - m), m the running max.
+  // An empty state has m = -inf, a = b = 0. Stable for any finite logits (no overflow, no NaN).
+  void (*aft_accumulate_f32)(std::size_t n, float* m, float* a, float* b, const float* k,
+                             const float* v, float w);
+  // The same with a per-channel bias w[c] (AFT-conv's per-head bias, expanded to channels).
+  void (*aft_accumulate_biased_f32)(std::size_t n, float* m, float* a, float* b, const float* k,
+                                    const float* v, const float* w);
+
+  // y[c] = sigmoid(q[c]) * a[c] / b[c].
+  void (*aft_output_f32)(std::size_t n, const float* q, const float* a, const float* b, float* y);
+
+  // In place: x = max(x, 0); x = x * Phi(x) (exact erf GELU, as PyTorch's default).
+  void (*relu_f32)(std::size_t n, float* x);
+  void (*gelu_f32)(std::size_t n, float* x);
+
+  // y += x.
+  void (*add_f32)(std::size_t n, const float* x, float* y);
+};
+
+// The reference implementation: plain loops, no intrinsics.
+const KernelTable& scalar_kernels();
+
+// The best table for this CPU, chosen once. The environment variable AFT_ISA forces one
+// ("scalar", "sse2", "avx2", "avx512", "neon"); forcing an ISA the CPU lacks falls back to the best
+// one it has, with a warning on stderr.
+const KernelTable& active_kernels();
+
+}  // namespace aft::kernels
