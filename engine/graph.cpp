@@ -1,0 +1,23 @@
+#include "graph.h"
+
+#include "error.h"
+
+namespace aft {
+
+ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std::string name,
+                        std::size_t width, RowSet rows) {
+  for (ValueId input : inputs) {
+    if (input >= values_.size()) {
+      throw Error(AFT_ERR_INTERNAL, "graph: node " + name + " reads an undefined value");
+    }
+    if (values_[input].rows == RowSet::Output && rows == RowSet::Tokens) {
+      throw Error(AFT_ERR_INTERNAL, "graph: node " + name + " needs rows its input does not have");
+    }
+  }
+  const ValueId id = values_.size();
+  values_.push_back(Value{std::move(name), width, rows});
+  nodes_.push_back(Node{std::move(op), std::move(inputs), id});
+  return id;
+}
+
+}  // namespace aft

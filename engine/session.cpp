@@ -1,0 +1,94 @@
+#include "session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "error.h"
+#include "executor.h"
+#include "kernels/kernels.h"
+
+namespace aft {
+
+Session::Session(const Model& model, int n_threads)
+    : model_(model),
+      n_threads_(n_threads),
+      state_(model.initial_state()),
+      mixer_scratch_(3 * static_cast<std::size_t>(model.config().d_model)) {
+  for (std::size_t width : model.buffer_plan().buffer_widths) {
+    buffers_.emplace_back(width * kMaxChunkRows);
+    buffer_pointers_.push_back(buffers_.back().data());
+  }
+}
+
+void Session::reset() {
+  state_.position = 0;
+  for (MixerState& layer : state_.layers) layer.reset();
+}
+
+void Session::check_input(const int32_t* tokens, std::size_t n_tokens) const {
+  if (n_tokens == 0) throw Error(AFT_ERR_INVALID_ARGUMENT, "no tokens to evaluate");
+  if (!tokens) throw Error(AFT_ERR_INVALID_ARGUMENT, "tokens is NULL");
+  const int64_t vocab = model_.config().vocab_size;
+  for (std::size_t i = 0; i < n_tokens; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      throw Error(AFT_ERR_OUT_OF_RANGE, "token " + std::to_string(tokens[i]) + " at index " +
+                                            std::to_string(i) + " is outside the vocabulary [0, " +
+                                            std::to_string(vocab) + ")");
+    }
+  }
+  const int64_t limit = model_.config().max_positions();
+  const int64_t end = state_.position + static_cast<int64_t>(n_tokens);
+  if (limit > 0 && end > limit) {
+    throw Error(AFT_ERR_OUT_OF_RANGE,
+                "position " + std::to_string(std::max(state_.position, limit)) +
+                    " is past the model's last position " + std::to_string(limit - 1) +
+                    " (its position parameters cover max_seq_len = " + std::to_string(limit) +
+                    " tokens; the session is at position " + std::to_string(state_.position) +
+                    " and was given " + std::to_string(n_tokens) + " more)");
+  }
+}
+
+void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode mode,
+                   float* logits) {
+  if (mode != AFT_LOGITS_NONE && mode != AFT_LOGITS_LAST && mode != AFT_LOGITS_ALL) {
+    throw Error(AFT_ERR_INVALID_ARGUMENT, "unknown logits mode " + std::to_string(mode));
+  }
+  if (mode != AFT_LOGITS_NONE && !logits) {
+    throw Error(AFT_ERR_INVALID_ARGUMENT, "logits is NULL but logits were asked for");
+  }
+  check_input(tokens, n_tokens);
+
+  // oneDNN and the ops' parallel regions take their thread count from the calling thread.
+  omp_set_num_threads(n_threads_);
+  const std::size_t vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  try {
+    for (std::size_t done = 0; done < n_tokens;) {
+      const std::size_t rows = std::min(kMaxChunkRows, n_tokens - done);
+      const bool last_chunk = done + rows == n_tokens;
+      std::size_t output_rows = 0;
+      if (mode == AFT_LOGITS_ALL) output_rows = rows;
+      if (mode == AFT_LOGITS_LAST && last_chunk) output_rows = 1;
+
+      const ExecContext ctx{
+          kernels::active_kernels(), n_threads_, state_.position, tokens + done, state_,
+          mixer_scratch_.data()};
+      const Tensor out =
+          execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
+      if (output_rows > 0) {
+        float* dst = mode == AFT_LOGITS_ALL ? logits + done * vocab : logits;
+        std::memcpy(dst, out.data, output_rows * vocab * sizeof(float));
+      }
+      state_.position += static_cast<int64_t>(rows);
+      done += rows;
+    }
+  } catch (const std::exception& e) {
+    // A failure inside a kernel library leaves a half-updated state: start the sequence over.
+    reset();
+    throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (the session was reset)");
+  }
+}
+
+}  // namespace aft

@@ -1,0 +1,93 @@
+#include "aft_lm_graph.h"
+
+#include "engine/ops/ops.h"
+
+namespace aft {
+namespace {
+
+PositionEncodingKind position_encoding(PosEncoding encoding) {
+  switch (encoding) {
+    case PosEncoding::Sinusoidal:
+      return PositionEncodingKind::Sinusoidal;
+    case PosEncoding::Learned:
+      return PositionEncodingKind::Learned;
+    case PosEncoding::None:
+      break;
+  }
+  return PositionEncodingKind::None;
+}
+
+}  // namespace
+
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight) {
+  AftLmGraph model;
+  Graph& g = model.graph;
+  const auto d = static_cast<std::size_t>(config.d_model);
+  const auto d_ff = static_cast<std::size_t>(config.d_ff);
+  const auto vocab = static_cast<std::size_t>(config.vocab_size);
+  const auto key_width = static_cast<std::size_t>(config.key_width());
+  const kernels::PostOp activation =
+      config.activation == Activation::Gelu ? kernels::PostOp::Gelu : kernels::PostOp::Relu;
+
+  auto linear = [&](const std::string& prefix, std::size_t in, std::size_t out, ValueId x,
+                    kernels::PostOp post, RowSet rows) {
+    return g.add_node(
+        make_linear_op(in, out, weight(prefix + ".weight"), weight(prefix + ".bias"), post), {x},
+        prefix, out, rows);
+  };
+  auto layer_norm = [&](const std::string& prefix, ValueId x, RowSet rows) {
+    return g.add_node(
+        make_layer_norm_op(weight(prefix + ".weight"), weight(prefix + ".bias"), config.norm_eps),
+        {x}, prefix, d, rows);
+  };
+
+  ValueId x = g.add_node(
+      make_embedding_op(
+          weight("embed.weight"), d, config.embed_scale, position_encoding(config.pos_encoding),
+          config.pos_encoding == PosEncoding::Learned ? weight("pos_embed.weight") : nullptr),
+      {}, "embed", d, RowSet::Tokens);
+
+  for (int64_t i = 0; i < config.n_layers; ++i) {
+    const std::string layer = "layers." + std::to_string(i);
+    const std::string mixer = layer + ".mixer";
+    // After the last mixer every op works per token: it only needs the rows whose logits are
+    // wanted.
+    const RowSet after_mixer = i + 1 == config.n_layers ? RowSet::Output : RowSet::Tokens;
+
+    PositionBiasWeights bias_weights;
+    if (config.mixer == Mixer::Local || config.mixer == Mixer::Conv ||
+        (config.mixer == Mixer::Full && config.full_bias == FullBias::Table)) {
+      bias_weights.pos_bias = weight(mixer + ".pos_bias");
+    } else if (config.mixer == Mixer::Full) {
+      bias_weights.pos_u = weight(mixer + ".pos_u");
+      bias_weights.pos_v = weight(mixer + ".pos_v");
+    }
+    model.position_biases.push_back(make_position_bias(config, bias_weights));
+
+    const ValueId h = layer_norm(layer + ".norm1", x, RowSet::Tokens);
+    const ValueId q = linear(mixer + ".query", d, d, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId k =
+        linear(mixer + ".key", d, key_width, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId v = linear(mixer + ".value", d, d, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId y = g.add_node(
+        make_aft_mixer_op(static_cast<std::size_t>(i), key_width, *model.position_biases.back()),
+        {q, k, v}, mixer, d, RowSet::Tokens);
+    const ValueId o = linear(mixer + ".output", d, d, y, kernels::PostOp::None, after_mixer);
+    x = g.add_node(make_add_op(), {x, o}, layer + ".residual1", d, after_mixer);
+
+    const ValueId h2 = layer_norm(layer + ".norm2", x, after_mixer);
+    const ValueId up = linear(layer + ".ffn.up", d, d_ff, h2, activation, after_mixer);
+    const ValueId down =
+        linear(layer + ".ffn.down", d_ff, d, up, kernels::PostOp::None, after_mixer);
+    x = g.add_node(make_add_op(), {x, down}, layer + ".residual2", d, after_mixer);
+  }
+
+  const ValueId h = layer_norm("norm", x, RowSet::Output);
+  const float* head = config.tied_embeddings ? weight("embed.weight") : weight("head.weight");
+  const float* head_bias = config.head_bias ? weight("head.bias") : nullptr;
+  g.set_output(g.add_node(make_linear_op(d, vocab, head, head_bias, kernels::PostOp::None), {h},
+                          "head", vocab, RowSet::Output));
+  return model;
+}
+
+}  // namespace aft

@@ -1,0 +1,212 @@
+// The C API's surface: NULL and bad arguments give a status and a message (never a crash), the
+// tokenizer functions' buffer protocol, model info, and the sampler.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api_handles.h"
+#include "model_file_writer.h"
+
+namespace aft::testing {
+namespace {
+
+std::string last_error() { return aft_last_error(); }
+
+TEST(CApi, NullArgumentsAreRejected) {
+  aft_model* model = nullptr;
+  EXPECT_EQ(aft_model_load(nullptr, nullptr, &model), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("path is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(aft_model_load("x.aft", nullptr, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  aft_model_info info;
+  EXPECT_EQ(aft_model_get_info(nullptr, &info), AFT_ERR_INVALID_ARGUMENT);
+  size_t n = 0;
+  EXPECT_EQ(aft_tokenize(nullptr, "a", 1, nullptr, 0, &n), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_token_to_text(nullptr, 0, nullptr, 0, &n), AFT_ERR_INVALID_ARGUMENT);
+  aft_session* session = nullptr;
+  EXPECT_EQ(aft_session_create(nullptr, nullptr, &session), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_EQ(aft_session_reset(nullptr), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_session_position(nullptr), -1);
+  const int32_t token = 0;
+  EXPECT_EQ(aft_session_eval(nullptr, &token, 1, AFT_LOGITS_NONE, nullptr),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_sampler_create(nullptr, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  int32_t sampled = 0;
+  const float logit = 0.0f;
+  EXPECT_EQ(aft_sampler_sample(nullptr, &logit, 1, &sampled), AFT_ERR_INVALID_ARGUMENT);
+  // Freeing NULL is a no-op, as free() is.
+  aft_model_free(nullptr);
+  aft_session_free(nullptr);
+  aft_sampler_free(nullptr);
+}
+
+TEST(CApi, MissingFileNamesThePath) {
+  aft_model* model = nullptr;
+  EXPECT_EQ(aft_model_load("no/such/model.aft", nullptr, &model), AFT_ERR_IO);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(last_error().find("no/such/model.aft"), std::string::npos) << last_error();
+  EXPECT_STREQ(aft_status_string(AFT_ERR_IO), "i/o error");
+}
+
+TEST(CApi, KernelIsaIsNamed) {
+  const std::string isa = aft_kernel_isa();
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "sse2" || isa == "neon" || isa == "scalar")
+      << isa;
+}
+
+class CApiModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nlohmann::json config = tiny_config("conv");
+    config["vocab_size"] = 5;
+    write_model_file(file_.path(), config, char_tokenizer({"a", "b", " ", "\xC3\xA9", "\n"}),
+                     random_tensors(config, 2));
+    model_ = load_model(file_.path());
+    ASSERT_TRUE(model_);
+  }
+  TempFile file_;
+  ModelHandle model_;
+};
+
+TEST_F(CApiModel, InfoDescribesTheModel) {
+  aft_model_info info;
+  ASSERT_EQ(aft_model_get_info(model_.get(), &info), AFT_OK);
+  EXPECT_STREQ(info.mixer, "conv");
+  EXPECT_EQ(info.vocab_size, 5);
+  EXPECT_EQ(info.d_model, 16);
+  EXPECT_EQ(info.n_layers, 2);
+  EXPECT_EQ(info.window, 4);
+  EXPECT_EQ(info.n_heads, 2);
+  EXPECT_EQ(info.max_positions, 0) << "conv with sinusoidal positions has no limit";
+  EXPECT_GT(info.n_parameters, 0);
+  EXPECT_GT(info.file_bytes, 0u);
+}
+
+TEST_F(CApiModel, TokenizeReportsTheNeededSize) {
+  const std::string text =
+      "ab \xC3\xA9"
+      "a";
+  size_t n = 0;
+  EXPECT_EQ(aft_tokenize(model_.get(), text.data(), text.size(), nullptr, 0, &n),
+            AFT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, 5u);
+  std::vector<int32_t> tokens(n);
+  ASSERT_EQ(aft_tokenize(model_.get(), text.data(), text.size(), tokens.data(), tokens.size(), &n),
+            AFT_OK);
+  EXPECT_EQ(tokens, (std::vector<int32_t>{0, 1, 2, 3, 0}));
+
+  std::string round_trip;
+  for (int32_t token : tokens) {
+    char piece[8];
+    size_t length = 0;
+    ASSERT_EQ(aft_token_to_text(model_.get(), token, piece, sizeof(piece), &length), AFT_OK);
+    round_trip.append(piece, length);
+  }
+  EXPECT_EQ(round_trip, text);
+
+  char one = 0;
+  size_t length = 0;
+  EXPECT_EQ(aft_token_to_text(model_.get(), 3, &one, 1, &length), AFT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(length, 2u) << "U+00E9 is two bytes of UTF-8";
+  EXPECT_EQ(aft_token_to_text(model_.get(), 5, &one, 1, &length), AFT_ERR_OUT_OF_RANGE);
+}
+
+TEST_F(CApiModel, TextOutsideTheVocabularyIsAnError) {
+  size_t n = 0;
+  int32_t tokens[4];
+  EXPECT_EQ(aft_tokenize(model_.get(), "abz", 3, tokens, 4, &n), AFT_ERR_TOKENIZE);
+  EXPECT_NE(last_error().find("U+007A"), std::string::npos) << last_error();
+}
+
+TEST_F(CApiModel, NegativeThreadCountIsRejected) {
+  aft_session_params params = aft_session_default_params();
+  params.n_threads = -2;
+  aft_session* session = nullptr;
+  EXPECT_EQ(aft_session_create(model_.get(), &params, &session), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("n_threads"), std::string::npos);
+}
+
+SamplerHandle make_sampler(float temperature, int32_t top_k, float top_p, uint64_t seed) {
+  aft_sampler_params params{temperature, top_k, top_p, seed};
+  aft_sampler* sampler = nullptr;
+  EXPECT_EQ(aft_sampler_create(&params, &sampler), AFT_OK) << aft_last_error();
+  return SamplerHandle(sampler);
+}
+
+std::vector<int32_t> draw(aft_sampler* sampler, const std::vector<float>& logits, int n) {
+  std::vector<int32_t> tokens(static_cast<std::size_t>(n));
+  for (int32_t& token : tokens) {
+    EXPECT_EQ(aft_sampler_sample(sampler, logits.data(), logits.size(), &token), AFT_OK);
+  }
+  return tokens;
+}
+
+TEST(Sampler, BadParametersAreRejected) {
+  aft_sampler* sampler = nullptr;
+  for (aft_sampler_params params :
+       {aft_sampler_params{-1.0f, 40, 0.9f, 0}, aft_sampler_params{NAN, 40, 0.9f, 0},
+        aft_sampler_params{0.8f, -1, 0.9f, 0}, aft_sampler_params{0.8f, 40, 0.0f, 0},
+        aft_sampler_params{0.8f, 40, 1.5f, 0}}) {
+    EXPECT_EQ(aft_sampler_create(&params, &sampler), AFT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(sampler, nullptr);
+  }
+}
+
+TEST(Sampler, GreedyPicksTheFirstLargest) {
+  SamplerHandle sampler = make_sampler(0.0f, 40, 0.95f, 1);
+  EXPECT_EQ(draw(sampler.get(), {0.5f, 3.0f, -1.0f, 3.0f}, 3), (std::vector<int32_t>{1, 1, 1}));
+  SamplerHandle top1 = make_sampler(1.0f, 1, 1.0f, 1);
+  EXPECT_EQ(draw(top1.get(), {0.5f, 3.0f, -1.0f, 3.0f}, 3), (std::vector<int32_t>{1, 1, 1}));
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  const std::vector<float> logits = {1.0f, 0.5f, 0.2f, 0.9f, -0.3f};
+  SamplerHandle a = make_sampler(1.0f, 0, 1.0f, 42);
+  SamplerHandle b = make_sampler(1.0f, 0, 1.0f, 42);
+  SamplerHandle c = make_sampler(1.0f, 0, 1.0f, 43);
+  const std::vector<int32_t> first = draw(a.get(), logits, 50);
+  EXPECT_EQ(first, draw(b.get(), logits, 50));
+  EXPECT_NE(first, draw(c.get(), logits, 50));
+}
+
+// At temperature 1 with no filtering, frequencies follow softmax(logits).
+TEST(Sampler, FrequenciesFollowTheSoftmax) {
+  const std::vector<float> logits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
+  SamplerHandle sampler = make_sampler(1.0f, 0, 1.0f, 7);
+  std::map<int32_t, int> counts;
+  const int n = 20000;
+  for (int32_t token : draw(sampler.get(), logits, n)) ++counts[token];
+  for (int32_t token = 0; token < 4; ++token) {
+    EXPECT_NEAR(counts[token] / static_cast<double>(n), (token + 1) / 10.0, 0.015) << token;
+  }
+}
+
+TEST(Sampler, TopKAndTopPRestrictTheCandidates) {
+  const std::vector<float> logits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
+  SamplerHandle top2 = make_sampler(1.0f, 2, 1.0f, 3);
+  for (int32_t token : draw(top2.get(), logits, 500)) EXPECT_TRUE(token == 2 || token == 3);
+  // p = 0.5: {3 (0.4), 2 (0.3)} is the smallest set reaching it.
+  SamplerHandle nucleus = make_sampler(1.0f, 0, 0.5f, 3);
+  for (int32_t token : draw(nucleus.get(), logits, 500)) EXPECT_TRUE(token == 2 || token == 3);
+}
+
+TEST(Sampler, NonFiniteLogitsAreRejected) {
+  SamplerHandle sampler = make_sampler(0.8f, 40, 0.95f, 1);
+  int32_t token = 0;
+  const std::vector<float> with_nan = {0.0f, NAN};
+  EXPECT_EQ(aft_sampler_sample(sampler.get(), with_nan.data(), 2, &token),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("logit 1"), std::string::npos);
+  const std::vector<float> all_masked = {-INFINITY, -INFINITY};
+  EXPECT_EQ(aft_sampler_sample(sampler.get(), all_masked.data(), 2, &token),
+            AFT_ERR_INVALID_ARGUMENT);
+  const std::vector<float> one_masked = {-INFINITY, 1.0f};
+  EXPECT_EQ(aft_sampler_sample(sampler.get(), one_masked.data(), 2, &token), AFT_OK);
+  EXPECT_EQ(token, 1);
+}
+
+}  // namespace
+}  // namespace aft::testing

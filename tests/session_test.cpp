@@ -1,0 +1,199 @@
+// Sessions: position limits, rejected input leaving the state untouched, chunked prompts, logits
+// modes, reset, and numerical stability for extreme keys and biases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "api_handles.h"
+#include "model_file_writer.h"
+
+namespace aft::testing {
+namespace {
+
+std::vector<int32_t> token_sequence(std::size_t n, int32_t vocab, uint32_t seed = 7) {
+  std::vector<int32_t> tokens(n);
+  uint32_t x = seed;
+  for (auto& t : tokens) {
+    x = x * 1664525u + 1013904223u;
+    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return tokens;
+}
+
+double max_relative_error(const std::vector<float>& got, const std::vector<float>& want,
+                          std::size_t row) {
+  double worst = 0.0;
+  for (std::size_t start = 0; start < want.size(); start += row) {
+    double diff = 0.0, scale = 1e-30;
+    for (std::size_t i = start; i < start + row; ++i) {
+      diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - want[i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+// Logits of every position, one token at a time.
+std::vector<float> decode_each(const aft_model* model, const std::vector<int32_t>& tokens) {
+  SessionHandle session = new_session(model);
+  std::vector<float> all;
+  for (int32_t token : tokens) {
+    const std::vector<float> row = eval(session.get(), model, {token}, AFT_LOGITS_LAST);
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  ModelHandle write_and_load(const nlohmann::json& config, uint32_t seed = 1, float scale = 0.1f) {
+    write_random_model(file_.path(), config, seed, scale);
+    return load_model(file_.path());
+  }
+  TempFile file_;
+};
+
+TEST_F(SessionTest, AbsolutePositionModelsStopAtMaxSeqLen) {
+  for (const char* mixer : {"local", "full"}) {
+    ModelHandle model = write_and_load(tiny_config(mixer));  // max_seq_len 64
+    SessionHandle session = new_session(model.get());
+    eval(session.get(), model.get(), token_sequence(60, 256), AFT_LOGITS_NONE);
+    const std::vector<int32_t> five = token_sequence(5, 256);
+    std::vector<float> logits(256);
+    EXPECT_EQ(aft_session_eval(session.get(), five.data(), 5, AFT_LOGITS_LAST, logits.data()),
+              AFT_ERR_OUT_OF_RANGE);
+    const std::string message = aft_last_error();
+    EXPECT_NE(message.find("max_seq_len = 64"), std::string::npos) << message;
+    EXPECT_NE(message.find("position 64"), std::string::npos) << message;
+    EXPECT_EQ(aft_session_position(session.get()), 60) << "a rejected call must not advance";
+    eval(session.get(), model.get(), token_sequence(4, 256), AFT_LOGITS_LAST);
+    EXPECT_EQ(aft_session_position(session.get()), 64);
+    EXPECT_EQ(aft_session_eval(session.get(), five.data(), 1, AFT_LOGITS_LAST, logits.data()),
+              AFT_ERR_OUT_OF_RANGE);
+  }
+}
+
+TEST_F(SessionTest, LearnedPositionsStopAtMaxSeqLen) {
+  nlohmann::json config = tiny_config("simple");
+  config["pos_encoding"] = "learned";
+  ModelHandle model = write_and_load(config);
+  SessionHandle session = new_session(model.get());
+  const std::vector<int32_t> tokens = token_sequence(65, 256);
+  EXPECT_EQ(aft_session_eval(session.get(), tokens.data(), tokens.size(), AFT_LOGITS_NONE, nullptr),
+            AFT_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(aft_session_position(session.get()), 0);
+}
+
+// Relative-position models have no length limit; prompts longer than a chunk (256 tokens) are
+// split, and every chunking gives the logits of decoding token by token.
+TEST_F(SessionTest, LongPromptsBeyondMaxSeqLenAndChunks) {
+  for (const char* mixer : {"simple", "conv"}) {
+    ModelHandle model = write_and_load(tiny_config(mixer));
+    const std::vector<int32_t> tokens = token_sequence(600, 256);
+    SessionHandle session = new_session(model.get());
+    const std::vector<float> prefill = eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL);
+    EXPECT_EQ(aft_session_position(session.get()), 600);
+    EXPECT_LE(max_relative_error(prefill, decode_each(model.get(), tokens), 256), 1e-4) << mixer;
+  }
+}
+
+TEST_F(SessionTest, RejectedTokenLeavesTheStateUnchanged) {
+  ModelHandle model = write_and_load(tiny_config("local"));
+  const std::vector<int32_t> prompt = token_sequence(10, 256);
+  const std::vector<int32_t> next = token_sequence(3, 256, 99);
+
+  SessionHandle clean = new_session(model.get());
+  eval(clean.get(), model.get(), prompt, AFT_LOGITS_NONE);
+  const std::vector<float> expected = eval(clean.get(), model.get(), next, AFT_LOGITS_ALL);
+
+  SessionHandle session = new_session(model.get());
+  eval(session.get(), model.get(), prompt, AFT_LOGITS_NONE);
+  const std::vector<int32_t> bad = {5, 256, 7};
+  EXPECT_EQ(aft_session_eval(session.get(), bad.data(), bad.size(), AFT_LOGITS_NONE, nullptr),
+            AFT_ERR_OUT_OF_RANGE);
+  const std::string message = aft_last_error();
+  EXPECT_NE(message.find("token 256 at index 1"), std::string::npos) << message;
+  const std::vector<int32_t> negative = {-1};
+  EXPECT_EQ(aft_session_eval(session.get(), negative.data(), 1, AFT_LOGITS_NONE, nullptr),
+            AFT_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(aft_session_position(session.get()), 10);
+  EXPECT_EQ(eval(session.get(), model.get(), next, AFT_LOGITS_ALL), expected);
+}
+
+TEST_F(SessionTest, LogitsModesAgree) {
+  ModelHandle model = write_and_load(tiny_config("conv"));
+  const std::vector<int32_t> tokens = token_sequence(20, 256);
+  SessionHandle all = new_session(model.get());
+  const std::vector<float> rows = eval(all.get(), model.get(), tokens, AFT_LOGITS_ALL);
+  SessionHandle last = new_session(model.get());
+  const std::vector<float> final_row = eval(last.get(), model.get(), tokens, AFT_LOGITS_LAST);
+  // One row goes through the GEMV kernel, many through oneDNN: equal up to rounding.
+  EXPECT_LE(max_relative_error(final_row, std::vector<float>(rows.end() - 256, rows.end()), 256),
+            1e-5);
+
+  // NONE then LAST: the state advanced exactly as if the logits had been read.
+  SessionHandle none = new_session(model.get());
+  eval(none.get(), model.get(), std::vector<int32_t>(tokens.begin(), tokens.end() - 1),
+       AFT_LOGITS_NONE);
+  EXPECT_EQ(aft_session_position(none.get()), 19);
+  const std::vector<float> after_none =
+      eval(none.get(), model.get(), {tokens.back()}, AFT_LOGITS_LAST);
+  EXPECT_LE(max_relative_error(after_none, final_row, 256), 1e-4);
+}
+
+TEST_F(SessionTest, ResetStartsOver) {
+  ModelHandle model = write_and_load(tiny_config("full"));
+  const std::vector<int32_t> tokens = token_sequence(30, 256);
+  SessionHandle session = new_session(model.get());
+  const std::vector<float> first = eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL);
+  ASSERT_EQ(aft_session_reset(session.get()), AFT_OK);
+  EXPECT_EQ(aft_session_position(session.get()), 0);
+  EXPECT_EQ(eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL), first);
+}
+
+// Keys and position biases of +-80 and beyond: exp() of them overflows float32, the running-max
+// accumulators must not. Logits stay finite and prefill agrees with decode.
+TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
+  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+    const nlohmann::json config = tiny_config(mixer);
+    std::vector<TestTensor> tensors = random_tensors(config, 3);
+    for (TestTensor& t : tensors) {
+      const bool key = t.name.find(".mixer.key.") != std::string::npos;
+      const bool bias = t.name.find(".mixer.pos_bias") != std::string::npos;
+      for (std::size_t i = 0; key && i < t.values.size(); ++i)
+        t.values[i] *= 2000.0f;  // |k| ~ 100+
+      for (std::size_t i = 0; bias && i < t.values.size(); ++i) {
+        t.values[i] = (i % 2 ? 80.0f : -80.0f) * (1.0f + t.values[i]);
+      }
+    }
+    write_model_file(file_.path(), config, tokenizer_for(256), tensors);
+    ModelHandle model = load_model(file_.path());
+    const std::vector<int32_t> tokens = token_sequence(40, 256);
+    SessionHandle session = new_session(model.get());
+    const std::vector<float> prefill = eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL);
+    for (float logit : prefill) ASSERT_TRUE(std::isfinite(logit)) << mixer;
+    EXPECT_LE(max_relative_error(prefill, decode_each(model.get(), tokens), 256), 1e-4) << mixer;
+  }
+}
+
+TEST_F(SessionTest, BadCallsAreRejected) {
+  ModelHandle model = write_and_load(tiny_config("simple"));
+  SessionHandle session = new_session(model.get());
+  const int32_t token = 1;
+  float logits[256];
+  EXPECT_EQ(aft_session_eval(session.get(), &token, 0, AFT_LOGITS_LAST, logits),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_session_eval(session.get(), nullptr, 1, AFT_LOGITS_LAST, logits),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, nullptr),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_session_eval(session.get(), &token, 1, static_cast<aft_logits_mode>(7), logits),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(aft_session_position(session.get()), 0);
+}
+
+}  // namespace
+}  // namespace aft::testing

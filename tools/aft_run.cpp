@@ -1,1 +1,278 @@
-int main() { return 0; }
+// aft-run: generate text from a model, streaming it to stdout; timings on stderr.
+// Exit codes: 0 success, 1 a runtime error (file, model, prompt), 2 bad usage.
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aft.h"
+
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+const char kUsage[] =
+    "usage: aft-run MODEL [options]\n"
+    "\n"
+    "Generates text with an AFT language model: the prompt, then the continuation, on stdout.\n"
+    "\n"
+    "options:\n"
+    "  -m, --model PATH     model file (or give it as the first argument)\n"
+    "  -p, --prompt TEXT    prompt text\n"
+    "  -f, --file PATH      read the prompt from a file\n"
+    "  -n, --n-predict N    tokens to generate (default 128)\n"
+    "      --temp T         temperature; 0 = greedy (default 0.8)\n"
+    "      --top-k K        sample from the K most likely tokens; 0 = all (default 40)\n"
+    "      --top-p P        sample from the smallest set with probability >= P (default 0.95)\n"
+    "  -s, --seed N         random seed (default: chosen at random and printed)\n"
+    "  -t, --threads N      threads; 0 = one per physical core (default 0)\n"
+    "      --no-checksum    skip verifying tensor checksums when loading\n"
+    "  -h, --help           show this help\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string model;
+  std::optional<std::string> prompt;
+  std::optional<std::string> prompt_file;
+  long long n_predict = 128;
+  float temperature = 0.8f;
+  long long top_k = 40;
+  float top_p = 0.95f;
+  std::optional<uint64_t> seed;
+  long long threads = 0;
+  bool verify_checksums = true;
+};
+
+long long parse_integer(const std::string& flag, const std::string& text, long long min,
+                        long long max) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    throw UsageError(flag + ": expected an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], found \"" + text + "\"");
+  }
+  return value;
+}
+
+float parse_float(const std::string& flag, const std::string& text, float min, float max) {
+  errno = 0;
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < min ||
+      value > max) {
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    throw UsageError(flag + ": expected a number in " + range.str() + ", found \"" + text + "\"");
+  }
+  return value;
+}
+
+// Returns nullopt when --help was asked for.
+std::optional<Options> parse_args(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(arg + ": missing value");
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") return std::nullopt;
+    if (arg == "-m" || arg == "--model") {
+      options.model = value();
+    } else if (arg == "-p" || arg == "--prompt") {
+      options.prompt = value();
+    } else if (arg == "-f" || arg == "--file") {
+      options.prompt_file = value();
+    } else if (arg == "-n" || arg == "--n-predict") {
+      options.n_predict = parse_integer(arg, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (arg == "--temp") {
+      options.temperature = parse_float(arg, value(), 0.0f, 100.0f);
+    } else if (arg == "--top-k") {
+      options.top_k = parse_integer(arg, value(), 0, std::numeric_limits<int32_t>::max());
+    } else if (arg == "--top-p") {
+      options.top_p = parse_float(arg, value(), 1e-6f, 1.0f);
+    } else if (arg == "-s" || arg == "--seed") {
+      options.seed = static_cast<uint64_t>(
+          parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
+    } else if (arg == "-t" || arg == "--threads") {
+      options.threads = parse_integer(arg, value(), 0, 1024);
+    } else if (arg == "--no-checksum") {
+      options.verify_checksums = false;
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw UsageError("unknown option " + arg + " (see --help)");
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      throw UsageError("unexpected argument \"" + arg + "\" (the model is already " +
+                       options.model + ")");
+    }
+  }
+  if (options.model.empty()) throw UsageError("no model given");
+  if (options.prompt && options.prompt_file) {
+    throw UsageError("give the prompt with --prompt or --file, not both");
+  }
+  if (!options.prompt && !options.prompt_file)
+    throw UsageError("no prompt: use --prompt or --file");
+  return options;
+}
+
+// A failed C API call: the message the library left, prefixed with what was being done.
+struct ApiError : std::runtime_error {
+  ApiError(const std::string& doing, aft_status status)
+      : std::runtime_error(doing + ": " + aft_last_error() + " [" + aft_status_string(status) +
+                           "]") {}
+};
+
+void check(aft_status status, const std::string& doing) {
+  if (status != AFT_OK) throw ApiError(doing, status);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open the prompt file");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct ModelDeleter {
+  void operator()(aft_model* m) const { aft_model_free(m); }
+};
+struct SessionDeleter {
+  void operator()(aft_session* s) const { aft_session_free(s); }
+};
+struct SamplerDeleter {
+  void operator()(aft_sampler* s) const { aft_sampler_free(s); }
+};
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void print_token(const aft_model* model, int32_t token) {
+  char piece[8];
+  size_t length = 0;
+  check(aft_token_to_text(model, token, piece, sizeof(piece), &length), "decoding a token");
+  std::fwrite(piece, 1, length, stdout);
+  std::fflush(stdout);
+}
+
+int run(const Options& options) {
+  const std::string prompt = options.prompt ? *options.prompt : read_file(*options.prompt_file);
+  if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
+
+  const auto load_start = Clock::now();
+  aft_model_params model_params = aft_model_default_params();
+  model_params.verify_checksums = options.verify_checksums ? 1 : 0;
+  aft_model* raw_model = nullptr;
+  check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
+  const std::unique_ptr<aft_model, ModelDeleter> model(raw_model);
+  const double load_ms = ms_since(load_start);
+  aft_model_info info;
+  check(aft_model_get_info(model.get(), &info), "reading the model");
+
+  size_t n_prompt = 0;
+  const aft_status sized =
+      aft_tokenize(model.get(), prompt.data(), prompt.size(), nullptr, 0, &n_prompt);
+  if (sized != AFT_ERR_BUFFER_TOO_SMALL) check(sized, "tokenizing the prompt");
+  std::vector<int32_t> tokens(n_prompt);
+  check(aft_tokenize(model.get(), prompt.data(), prompt.size(), tokens.data(), tokens.size(),
+                     &n_prompt),
+        "tokenizing the prompt");
+
+  aft_session_params session_params = aft_session_default_params();
+  session_params.n_threads = static_cast<int32_t>(options.threads);
+  aft_session* raw_session = nullptr;
+  check(aft_session_create(model.get(), &session_params, &raw_session), "creating a session");
+  const std::unique_ptr<aft_session, SessionDeleter> session(raw_session);
+
+  aft_sampler_params sampler_params = aft_sampler_default_params();
+  sampler_params.temperature = options.temperature;
+  sampler_params.top_k = static_cast<int32_t>(options.top_k);
+  sampler_params.top_p = options.top_p;
+  sampler_params.seed = options.seed ? *options.seed : std::random_device{}();
+  aft_sampler* raw_sampler = nullptr;
+  check(aft_sampler_create(&sampler_params, &raw_sampler), "creating the sampler");
+  const std::unique_ptr<aft_sampler, SamplerDeleter> sampler(raw_sampler);
+
+  std::fprintf(stderr,
+               "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, seed %llu\n",
+               info.mixer, info.n_layers, info.d_model, static_cast<long long>(info.n_parameters),
+               aft_kernel_isa(), static_cast<unsigned long long>(sampler_params.seed));
+
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fflush(stdout);
+
+  std::vector<float> logits(static_cast<size_t>(info.vocab_size));
+  const auto prefill_start = Clock::now();
+  check(
+      aft_session_eval(session.get(), tokens.data(), tokens.size(), AFT_LOGITS_LAST, logits.data()),
+      "evaluating the prompt");
+  const double prefill_ms = ms_since(prefill_start);
+
+  long long generated = 0;
+  double decode_ms = 0.0;
+  while (generated < options.n_predict) {
+    int32_t token = 0;
+    check(aft_sampler_sample(sampler.get(), logits.data(), logits.size(), &token), "sampling");
+    print_token(model.get(), token);
+    ++generated;
+    if (generated == options.n_predict) break;
+    if (info.max_positions > 0 && aft_session_position(session.get()) >= info.max_positions) {
+      std::fprintf(stderr, "\naft-run: stopped at the model's limit of %lld positions\n",
+                   static_cast<long long>(info.max_positions));
+      break;
+    }
+    const auto step_start = Clock::now();
+    check(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, logits.data()), "generating");
+    decode_ms += ms_since(step_start);
+  }
+  std::printf("\n");
+
+  const long long decoded = generated > 0 ? generated - 1 : 0;
+  std::fprintf(stderr,
+               "aft-run: load %.1f ms | prompt %zu tokens, %.1f ms, %.1f tokens/s | "
+               "generated %lld tokens, decode %.1f ms, %.1f tokens/s\n",
+               load_ms, tokens.size(), prefill_ms, tokens.size() * 1000.0 / prefill_ms, generated,
+               decode_ms, decoded > 0 ? decoded * 1000.0 / decode_ms : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<Options> options;
+  try {
+    options = parse_args(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "aft-run: %s\n\n%s", e.what(), kUsage);
+    return kExitUsage;
+  }
+  if (!options) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  try {
+    return run(*options);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "\naft-run: %s\n", e.what());
+    return kExitError;
+  }
+}

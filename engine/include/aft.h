@@ -1,8 +1,9 @@
 /* aft: CPU inference for Attention Free Transformer language models. Public C API.
  *
  * Every function that can fail returns an aft_status; on failure aft_last_error() holds a message
- * naming the problem (file, tensor, expected vs found). Handles are opaque. A model is immutable after
- * loading and may be shared by sessions on several threads; a session is used by one thread at a time.
+ * naming the problem (file, tensor, expected vs found). Handles are opaque. A model is immutable
+ * after loading and may be shared by sessions on several threads; a session is used by one thread
+ * at a time.
  */
 #ifndef AFT_H
 #define AFT_H
@@ -19,8 +20,8 @@ typedef enum aft_status {
   AFT_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad parameter value */
   AFT_ERR_IO = 2,               /* the file cannot be opened, read or mapped */
   AFT_ERR_FORMAT = 3,           /* the model file is malformed */
-  AFT_ERR_OUT_OF_RANGE = 4,     /* token id outside the vocabulary, position past the model's limit */
-  AFT_ERR_TOKENIZE = 5,         /* text the tokenizer cannot represent */
+  AFT_ERR_OUT_OF_RANGE = 4, /* token id outside the vocabulary, position past the model's limit */
+  AFT_ERR_TOKENIZE = 5,     /* text the tokenizer cannot represent */
   AFT_ERR_BUFFER_TOO_SMALL = 6, /* the output buffer is too small; the needed size is reported */
   AFT_ERR_OUT_OF_MEMORY = 7,
   AFT_ERR_INTERNAL = 8
@@ -29,7 +30,8 @@ typedef enum aft_status {
 /* A static string naming the status ("invalid argument", ...). */
 const char* aft_status_string(aft_status status);
 
-/* The message of the last failed call on this thread ("" if none). Valid until the next failing call. */
+/* The message of the last failed call on this thread ("" if none). Valid until the next failing
+ * call. */
 const char* aft_last_error(void);
 
 /* Which SIMD instruction set the kernels use on this machine ("avx512", "avx2", "sse2", "neon",
@@ -51,14 +53,14 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
 void aft_model_free(aft_model* model);
 
 typedef struct aft_model_info {
-  const char* mixer;          /* "simple", "local", "conv" or "full" */
+  const char* mixer; /* "simple", "local", "conv" or "full" */
   int32_t vocab_size;
   int32_t d_model;
   int32_t n_layers;
   int32_t d_ff;
-  int32_t window;             /* local, conv: s; otherwise 0 */
+  int32_t window; /* local, conv: s; otherwise 0 */
   int32_t n_heads;
-  int64_t max_positions;      /* positions a session may reach; 0 = unlimited */
+  int64_t max_positions; /* positions a session may reach; 0 = unlimited */
   int64_t n_parameters;
   uint64_t file_bytes;
 } aft_model_info;
@@ -68,7 +70,8 @@ aft_status aft_model_get_info(const aft_model* model, aft_model_info* info);
 /* ---- Tokenizer ------------------------------------------------------------------------------ */
 
 /* Encodes text_len bytes of UTF-8 text. *n_tokens receives the number of tokens; if it exceeds
- * capacity, AFT_ERR_BUFFER_TOO_SMALL is returned and nothing is written (tokens may be NULL then). */
+ * capacity, AFT_ERR_BUFFER_TOO_SMALL is returned and nothing is written (tokens may be NULL then).
+ */
 aft_status aft_tokenize(const aft_model* model, const char* text, size_t text_len, int32_t* tokens,
                         size_t capacity, size_t* n_tokens);
 
@@ -95,7 +98,7 @@ void aft_session_free(aft_session* session);
 aft_status aft_session_reset(aft_session* session);
 
 /* Tokens consumed so far (the position of the next token). */
-int64_t aft_session_position(const aft_session* session);
+int64_t aft_session_position(const aft_session* session); /* -1 if session is NULL */
 
 typedef enum aft_logits_mode {
   AFT_LOGITS_NONE = 0, /* only advance the state */
@@ -103,8 +106,9 @@ typedef enum aft_logits_mode {
   AFT_LOGITS_ALL = 2   /* logits of every token: n_tokens x vocab_size floats, row-major */
 } aft_logits_mode;
 
-/* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode asks.
- * On any error the session is unchanged: tokens and positions are checked before work starts. */
+/* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode
+ * asks. On any error the session is unchanged: tokens and positions are checked before work starts.
+ */
 aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t n_tokens,
                             aft_logits_mode mode, float* logits);
 

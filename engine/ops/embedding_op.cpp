@@ -1,0 +1,62 @@
+#include <cmath>
+#include <cstring>
+
+#include "ops.h"
+
+namespace aft {
+namespace {
+
+class EmbeddingOp final : public Op {
+ public:
+  EmbeddingOp(const float* table, std::size_t width, float scale, PositionEncodingKind positions,
+              const float* learned_positions)
+      : table_(table),
+        width_(width),
+        scale_(scale),
+        positions_(positions),
+        learned_positions_(learned_positions) {}
+
+  const char* name() const override { return "embedding"; }
+
+  void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
+    for (std::size_t r = 0; r < out.rows; ++r) {
+      const float* embedding = table_ + static_cast<std::size_t>(ctx.tokens[r]) * width_;
+      float* y = out.row(r);
+      for (std::size_t c = 0; c < width_; ++c) y[c] = embedding[c] * scale_;
+      const int64_t position = ctx.position + static_cast<int64_t>(r);
+      if (positions_ == PositionEncodingKind::Learned) {
+        ctx.kernels.add_f32(width_, learned_positions_ + position * width_, y);
+      } else if (positions_ == PositionEncodingKind::Sinusoidal) {
+        add_sinusoid(position, y);
+      }
+    }
+  }
+
+ private:
+  // Computed in double, as the reference does, so that large positions keep their precision.
+  void add_sinusoid(int64_t position, float* y) const {
+    const double d = static_cast<double>(width_);
+    for (std::size_t c = 0; c < width_; c += 2) {
+      const double frequency = std::exp(-static_cast<double>(c) * std::log(10000.0) / d);
+      const double angle = static_cast<double>(position) * frequency;
+      y[c] += static_cast<float>(std::sin(angle));
+      if (c + 1 < width_) y[c + 1] += static_cast<float>(std::cos(angle));
+    }
+  }
+
+  const float* table_;
+  std::size_t width_;
+  float scale_;
+  PositionEncodingKind positions_;
+  const float* learned_positions_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, float scale,
+                                      PositionEncodingKind positions,
+                                      const float* learned_positions) {
+  return std::make_unique<EmbeddingOp>(table, width, scale, positions, learned_positions);
+}
+
+}  // namespace aft

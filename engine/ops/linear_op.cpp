@@ -1,0 +1,54 @@
+#include "ops.h"
+#include "parallel.h"
+
+namespace aft {
+namespace {
+
+// Output rows per thread range start at multiples of this (see parallel.h).
+constexpr std::size_t kRowAlign = 64;
+
+class LinearOp final : public Op {
+ public:
+  LinearOp(std::size_t in_width, std::size_t out_width, const float* w, const float* bias,
+           kernels::PostOp post)
+      : in_width_(in_width),
+        out_width_(out_width),
+        w_(w),
+        bias_(bias),
+        post_(post),
+        matmul_(in_width, out_width, w, bias, post) {}
+
+  const char* name() const override { return "linear"; }
+
+  void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
+           const Tensor& out) const override {
+    const Tensor& in = inputs[0];
+    if (out.rows != 1) {
+      matmul_.run(out.rows, in.data, out.data);
+      return;
+    }
+    // One token: a matrix-vector product, bound by reading the weights once.
+    parallel_ranges(out_width_, kRowAlign, ctx.n_threads, [&](std::size_t begin, std::size_t end) {
+      ctx.kernels.gemv_f32(end - begin, in_width_, w_ + begin * in_width_, in.data,
+                           bias_ ? bias_ + begin : nullptr, out.data + begin);
+      if (post_ == kernels::PostOp::Relu) ctx.kernels.relu_f32(end - begin, out.data + begin);
+      if (post_ == kernels::PostOp::Gelu) ctx.kernels.gelu_f32(end - begin, out.data + begin);
+    });
+  }
+
+ private:
+  std::size_t in_width_, out_width_;
+  const float* w_;
+  const float* bias_;
+  kernels::PostOp post_;
+  kernels::Matmul matmul_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, const float* w,
+                                   const float* bias, kernels::PostOp post) {
+  return std::make_unique<LinearOp>(in_width, out_width, w, bias, post);
+}
+
+}  // namespace aft

@@ -1,0 +1,44 @@
+// A loaded model: the mapped file, its config and tokenizer, the graph that computes it and the
+// plan of its buffers. Immutable after load; any number of sessions may share it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "buffer_plan.h"
+#include "model_file.h"
+#include "models/aft_config.h"
+#include "models/aft_lm_graph.h"
+#include "session_state.h"
+#include "tokenizer.h"
+
+namespace aft {
+
+class Model {
+ public:
+  // Throws Error naming the file and the problem.
+  static std::unique_ptr<const Model> load(const std::string& path, bool verify_checksums);
+
+  const ModelFile& file() const { return file_; }
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Graph& graph() const { return program_.graph; }
+  const BufferPlan& buffer_plan() const { return plan_; }
+  int64_t n_parameters() const { return n_parameters_; }
+
+  // The state of an empty sequence.
+  SessionState initial_state() const;
+
+ private:
+  Model(ModelFile file, ModelConfig config, Tokenizer tokenizer);
+
+  ModelFile file_;
+  ModelConfig config_;
+  Tokenizer tokenizer_;
+  AftLmGraph program_;
+  BufferPlan plan_;
+  int64_t n_parameters_ = 0;
+};
+
+}  // namespace aft

@@ -1,0 +1,36 @@
+// The ops an AFT language model is made of. Each holds pointers to weights it does not own (the
+// memory-mapped file, or tables the model owns) and works on the rows it is given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "graph.h"
+#include "kernels/matmul.h"
+
+namespace aft {
+
+class PositionBias;
+
+// out[r] = table[token_r] * scale + position_encoding(position + r).
+enum class PositionEncodingKind { None, Sinusoidal, Learned };
+std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, float scale,
+                                      PositionEncodingKind positions,
+                                      const float* learned_positions);
+
+std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
+
+// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear).
+std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, const float* w,
+                                   const float* bias, kernels::PostOp post);
+
+// inputs (q, k, v) -> sigmoid(q) * (weighted average of past v), updating layer `layer`'s state.
+// k has key_width channels: d, or one per head (shared by the head's channels).
+std::unique_ptr<Op> make_aft_mixer_op(std::size_t layer, std::size_t key_width,
+                                      const PositionBias& bias);
+
+// out = in0 + in1.
+std::unique_ptr<Op> make_add_op();
+
+}  // namespace aft

@@ -1,0 +1,29 @@
+// What a session remembers between calls: the position and, per layer, the AFT mixer's streaming
+// state (docs/architecture.md). Self-contained: copying it copies the sequence.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace aft {
+
+struct MixerState {
+  // Global accumulators over the positions outside the window (bias 0), per channel:
+  // m the running max of the keys, a = sum exp(k - m) v, b = sum exp(k - m).
+  std::vector<float> m, a, b;
+  // The last `capacity` keys (expanded to d channels) and values, position p at row p % capacity.
+  // Full-bias models keep every position: their rows grow with the sequence.
+  std::vector<float> keys, values;
+  std::size_t capacity = 0;
+  std::size_t rows = 0;  // rows allocated in keys and values
+
+  void reset();
+};
+
+struct SessionState {
+  int64_t position = 0;
+  std::vector<MixerState> layers;
+};
+
+}  // namespace aft

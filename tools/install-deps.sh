@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what aft needs to build, test and export models, from Debian 12's packages. Idempotent.
+set -euo pipefail
+
+packages=(
+  cmake g++ make
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config requires OpenCL headers
+  libxsimd-dev nlohmann-json3-dev libgtest-dev
+  python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
