@@ -92,6 +92,8 @@ const char* aft_status_string(aft_status status) {
       return "out of memory";
     case AFT_ERR_INTERNAL:
       return "internal error";
+    case AFT_STATUS_MAX_ENUM:
+      break;
   }
   return "unknown status";
 }

@@ -22,7 +22,9 @@ class Matmul {
   // omp_get_max_threads() of the calling thread).
   void run(std::size_t m, const float* x, float* y) const;
 
-  // oneDNN's implementation name, for diagnostics ("ref" would mean the slow fallback).
+  // oneDNN's implementation names, for diagnostics: small M runs one primitive, larger M another,
+  // e.g. "gemm:jit (M <= 8), brg:avx512_core (M > 8)". Starts with "ref" if either is the slow
+  // reference fallback.
   std::string implementation() const;
 
  private:

@@ -1,0 +1,104 @@
+// The reference kernels: plain loops that every ISA table is tested against. Reductions accumulate
+// in double so that the reference is accurate to about one rounding of the result.
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/kernels.h"
+
+namespace aft::kernels {
+namespace {
+
+void gemv_f32(std::size_t rows, std::size_t cols, const float* w, const float* x, const float* bias,
+              float* y) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = w + r * cols;
+    double sum = bias ? bias[r] : 0.0;
+    for (std::size_t c = 0; c < cols; ++c) sum += static_cast<double>(row[c]) * x[c];
+    y[r] = static_cast<float>(sum);
+  }
+}
+
+// Two passes (mean, then squared deviations): no cancellation for inputs with a large offset.
+void layer_norm_f32(std::size_t n, const float* x, const float* gamma, const float* beta, float eps,
+                    float* y) {
+  if (n == 0) return;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += x[i];
+  const double mean = sum / static_cast<double>(n);
+  double squares = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = x[i] - mean;
+    squares += d * d;
+  }
+  const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = static_cast<float>((x[i] - mean) * rstd * gamma[i] + beta[i]);
+  }
+}
+
+// One exp per channel: exp(-|x - m|) is either the rescale of the old sums (new maximum) or the
+// weight of the new entry. From m = -inf the first entry gives exp(-inf) = 0, so a = v, b = 1.
+void aft_add(float& m, float& a, float& b, float x, float v) {
+  if (x > m) {
+    const float scale = std::exp(m - x);
+    a = a * scale + v;
+    b = b * scale + 1.0f;
+    m = x;
+  } else {
+    const float e = std::exp(x - m);
+    a += e * v;
+    b += e;
+  }
+}
+
+void aft_accumulate_f32(std::size_t n, float* m, float* a, float* b, const float* k, const float* v,
+                        float w) {
+  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], k[c] + w, v[c]);
+}
+
+void aft_accumulate_biased_f32(std::size_t n, float* m, float* a, float* b, const float* k,
+                               const float* v, const float* w) {
+  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], k[c] + w[c], v[c]);
+}
+
+// sigmoid from exp(-|q|) <= 1: never overflows, and keeps relative accuracy for very negative q.
+void aft_output_f32(std::size_t n, const float* q, const float* a, const float* b, float* y) {
+  for (std::size_t c = 0; c < n; ++c) {
+    const float e = std::exp(-std::fabs(q[c]));
+    const float s = (q[c] >= 0.0f ? 1.0f : e) / (1.0f + e);
+    y[c] = s * (a[c] / b[c]);
+  }
+}
+
+void relu_f32(std::size_t n, float* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+// x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2); the erfc form avoids the
+// cancellation 1 + erf(..) suffers for negative x.
+void gelu_f32(std::size_t n, float* x) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  for (std::size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * kInvSqrt2);
+}
+
+void add_f32(std::size_t n, const float* x, float* y) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+constexpr KernelTable kScalar{
+    "scalar",
+    gemv_f32,
+    layer_norm_f32,
+    aft_accumulate_f32,
+    aft_accumulate_biased_f32,
+    aft_output_f32,
+    relu_f32,
+    gelu_f32,
+    add_f32,
+};
+
+}  // namespace
+
+const KernelTable& scalar_kernels() { return kScalar; }
+
+}  // namespace aft::kernels

@@ -38,6 +38,8 @@ struct ModelConfig {
 
   // Positions a sequence may reach: max_seq_len for absolute-position models, 0 = unlimited.
   int64_t max_positions() const;
+  // The number of weights expected_tensors() adds up to (saturating above 2^40).
+  int64_t n_parameters() const;
   int64_t key_width() const { return mixer == Mixer::Conv ? n_heads : d_model; }
 };
 

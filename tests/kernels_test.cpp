@@ -1,0 +1,574 @@
+// The vector kernels: the scalar reference against straightforward float64 computations, and every
+// ISA table this CPU runs against the scalar reference, over sizes with and without SIMD tails.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/kernels.h"
+
+namespace aft::kernels {
+namespace {
+
+constexpr double kUlp = 1.0 / (1 << 23);  // float epsilon, 2^-23
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr double kFloatMin = std::numeric_limits<float>::min();  // smallest normal float
+constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels must leave it
+
+const std::vector<std::size_t> kSizes = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257, 1000};
+
+std::vector<float> random_vector(std::size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// n outputs followed by guard values.
+std::vector<float> guarded(std::size_t n) { return std::vector<float>(n + 16, kGuard); }
+
+void expect_guard_intact(const std::vector<float>& v, std::size_t n) {
+  for (std::size_t i = n; i < v.size(); ++i) ASSERT_EQ(v[i], kGuard) << "write past n=" << n;
+}
+
+// |actual - expected| <= tol * scale, where scale is the magnitude the error is relative to (for a
+// sum with cancellation, the sum of the magnitudes of its terms).
+// atol admits results that underflow (subnormal or flushed to zero).
+void expect_close(double actual, double expected, double scale, double tol, const std::string& what,
+                  double atol = 0.0) {
+  ASSERT_TRUE(std::isfinite(actual)) << what;
+  EXPECT_LE(std::fabs(actual - expected), tol * scale + atol)
+      << what << ": actual " << actual << ", expected " << expected << ", scale " << scale;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch.
+
+constexpr const char* kIsaNames[] = {"avx512", "avx2", "sse2", "neon", "scalar"};
+
+TEST(Dispatch, ScalarIsAlwaysAvailable) {
+  EXPECT_EQ(kernels_for_isa("scalar"), &scalar_kernels());
+  EXPECT_STREQ(scalar_kernels().isa, "scalar");
+}
+
+TEST(Dispatch, UnknownNamesGiveNull) {
+  EXPECT_EQ(kernels_for_isa(nullptr), nullptr);
+  EXPECT_EQ(kernels_for_isa(""), nullptr);
+  EXPECT_EQ(kernels_for_isa("avx3"), nullptr);
+  EXPECT_EQ(kernels_for_isa("AVX2"), nullptr);
+}
+
+TEST(Dispatch, TablesAreComplete) {
+  for (const char* name : kIsaNames) {
+    const KernelTable* t = kernels_for_isa(name);
+    if (t == nullptr) continue;
+    EXPECT_STREQ(t->isa, name);
+    EXPECT_NE(t->gemv_f32, nullptr);
+    EXPECT_NE(t->layer_norm_f32, nullptr);
+    EXPECT_NE(t->aft_accumulate_f32, nullptr);
+    EXPECT_NE(t->aft_accumulate_biased_f32, nullptr);
+    EXPECT_NE(t->aft_output_f32, nullptr);
+    EXPECT_NE(t->relu_f32, nullptr);
+    EXPECT_NE(t->gelu_f32, nullptr);
+    EXPECT_NE(t->add_f32, nullptr);
+  }
+}
+
+#if defined(__x86_64__)
+TEST(Dispatch, X86TablesFollowCpuFeatures) {
+  EXPECT_NE(kernels_for_isa("sse2"), nullptr);
+  EXPECT_EQ(kernels_for_isa("neon"), nullptr);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_EQ(kernels_for_isa("avx2") != nullptr, avx2);
+  EXPECT_EQ(kernels_for_isa("avx512") != nullptr,
+            avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"));
+}
+#endif
+
+const KernelTable& best_available() {
+  for (const char* name : kIsaNames) {
+    if (const KernelTable* t = kernels_for_isa(name)) return *t;
+  }
+  return scalar_kernels();
+}
+
+TEST(Dispatch, ChooseWithoutRequestGivesBest) {
+  EXPECT_EQ(&choose_kernels(nullptr), &best_available());
+  EXPECT_EQ(&choose_kernels(""), &best_available());
+}
+
+TEST(Dispatch, ChooseHonoursAvailableRequests) {
+  for (const char* name : kIsaNames) {
+    if (const KernelTable* t = kernels_for_isa(name)) {
+      testing::internal::CaptureStderr();
+      EXPECT_EQ(&choose_kernels(name), t);
+      EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << name;
+    }
+  }
+}
+
+TEST(Dispatch, ChooseWarnsAndFallsBack) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(&choose_kernels("avx9000"), &best_available());
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown"), std::string::npos);
+  for (const char* name : kIsaNames) {
+    if (kernels_for_isa(name) != nullptr) continue;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(&choose_kernels(name), &best_available());
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("not available"), std::string::npos)
+        << name;
+  }
+}
+
+TEST(Dispatch, ActiveKernelsFollowTheEnvironment) {
+  testing::internal::CaptureStderr();  // a bad AFT_ISA in the environment warns here
+  EXPECT_EQ(&active_kernels(), &choose_kernels(std::getenv("AFT_ISA")));
+  testing::internal::GetCapturedStderr();
+}
+
+// active_kernels() reads AFT_ISA once and caches its choice: these run in a forked child, and
+// GoogleTest runs *DeathTest suites before all others, so nothing has cached a table yet. (The
+// default "fast" style forks without exec, which also works under user-mode emulation.)
+TEST(DispatchDeathTest, AftIsaForcesTheTable) {
+  EXPECT_EXIT(
+      {
+        setenv("AFT_ISA", "scalar", 1);
+        std::exit(&active_kernels() == &scalar_kernels() ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("AFT_ISA", "no-such-isa", 1);
+        std::exit(&active_kernels() == &best_available() ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "AFT_ISA=no-such-isa is unknown");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scalar reference against float64.
+
+// One float rounding of a value computed in double: half an ulp, with room for the double sum.
+constexpr double kReferenceTol = kUlp;
+
+TEST(Reference, GemvMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  for (std::size_t rows : {1, 5, 17}) {
+    for (std::size_t cols : kSizes) {
+      const auto w = random_vector(rows * cols, -1.0f, 1.0f, 1);
+      const auto x = random_vector(cols, -1.0f, 1.0f, 2);
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 3);
+      auto y = guarded(rows);
+      k.gemv_f32(rows, cols, w.data(), x.data(), bias.data(), y.data());
+      expect_guard_intact(y, rows);
+      for (std::size_t r = 0; r < rows; ++r) {
+        double sum = bias[r], magnitude = std::fabs(bias[r]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          sum += double(w[r * cols + c]) * x[c];
+          magnitude += std::fabs(double(w[r * cols + c]) * x[c]);
+        }
+        // Rounding the result: relative to |sum|; the double sum: negligible against magnitude.
+        EXPECT_LE(std::fabs(y[r] - sum), kReferenceTol * std::fabs(sum) + 1e-12 * magnitude)
+            << rows << "x" << cols << " row " << r;
+      }
+    }
+  }
+}
+
+// mean and biased variance in float64, the formula applied literally.
+std::vector<double> layer_norm_f64(const std::vector<float>& x, const std::vector<float>& gamma,
+                                   const std::vector<float>& beta, double eps) {
+  const std::size_t n = x.size();
+  double mean = 0.0, var = 0.0;
+  for (float v : x) mean += v;
+  mean /= n;
+  for (float v : x) var += (v - mean) * (v - mean);
+  var /= n;
+  std::vector<double> y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = (x[i] - mean) / std::sqrt(var + eps) * gamma[i] + beta[i];
+  }
+  return y;
+}
+
+// Inputs with a common offset large against their spread are where a careless float mean fails.
+struct LayerNormCase {
+  float offset;
+  float spread;
+};
+constexpr LayerNormCase kLayerNormCases[] = {
+    {0.0f, 1.0f}, {0.0f, 30.0f}, {1000.0f, 1.0f}, {-50.0f, 0.01f}};
+
+TEST(Reference, LayerNormMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  for (const LayerNormCase& c : kLayerNormCases) {
+    for (std::size_t n : kSizes) {
+      if (n == 1) continue;  // a single value normalizes to beta; covered below
+      auto x = random_vector(n, -c.spread, c.spread, 4);
+      for (float& v : x) v += c.offset;
+      const auto gamma = random_vector(n, 0.5f, 1.5f, 5);
+      const auto beta = random_vector(n, -0.5f, 0.5f, 6);
+      auto y = guarded(n);
+      k.layer_norm_f32(n, x.data(), gamma.data(), beta.data(), 1e-5f, y.data());
+      expect_guard_intact(y, n);
+      const auto ref = layer_norm_f64(x, gamma, beta, double(1e-5f));  // the kernel's float eps
+      for (std::size_t i = 0; i < n; ++i) {
+        // The output's rounding; the slack covers double roundings of its terms when it cancels.
+        const double terms = std::fabs(ref[i] - beta[i]) + std::fabs(beta[i]);
+        expect_close(y[i], ref[i], std::fabs(ref[i]) + 1e-6 * terms, kReferenceTol,
+                     "n=" + std::to_string(n) + " offset=" + std::to_string(c.offset));
+      }
+    }
+  }
+}
+
+TEST(Reference, LayerNormOfConstantInputIsBeta) {
+  const std::vector<float> x(33, 7.25f), gamma(33, 2.0f), beta = random_vector(33, -1, 1, 7);
+  for (const char* name : kIsaNames) {
+    const KernelTable* k = kernels_for_isa(name);
+    if (k == nullptr) continue;
+    for (std::size_t n : {1, 33}) {
+      std::vector<float> y(n);
+      k->layer_norm_f32(n, x.data(), gamma.data(), beta.data(), 1e-5f, y.data());
+      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(y[i], beta[i]) << name << " n=" << n;
+    }
+  }
+}
+
+TEST(Reference, AftOutputMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  std::vector<float> q = {0.0f,   1.0f,    -1.0f, 20.0f, -20.0f, 87.0f, -87.0f,
+                          100.0f, -100.0f, 1e4f,  -1e4f, 1e30f,  -1e30f};
+  const auto more = random_vector(200, -30.0f, 30.0f, 8);
+  q.insert(q.end(), more.begin(), more.end());
+  const std::size_t n = q.size();
+  const auto a = random_vector(n, -5.0f, 5.0f, 9);
+  const auto b = random_vector(n, 1.0f, 50.0f, 10);
+  auto y = guarded(n);
+  k.aft_output_f32(n, q.data(), a.data(), b.data(), y.data());
+  expect_guard_intact(y, n);
+  for (std::size_t c = 0; c < n; ++c) {
+    const double ref = 1.0 / (1.0 + std::exp(-double(q[c]))) * a[c] / b[c];
+    // expf (<= 1 ulp), a division for the sigmoid, one for a / b, a product: a few ulp.
+    expect_close(y[c], ref, std::fabs(ref), 4 * kUlp, "q=" + std::to_string(q[c]), kFloatMin);
+  }
+}
+
+TEST(Reference, GeluMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  std::vector<float> x = {0.0f,  1e-30f, -1e-30f, 1.0f,  -1.0f, 5.0f,
+                          -5.0f, 9.0f,   -9.0f,   13.0f, 40.0f};
+  const auto more = random_vector(300, -10.0f, 10.0f, 11);
+  x.insert(x.end(), more.begin(), more.end());
+  auto y = x;
+  y.resize(x.size() + 16, kGuard);
+  k.gelu_f32(x.size(), y.data());
+  expect_guard_intact(y, x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double ref = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    // erfc(z) has condition number ~2 z^2 for large z: the float z = -x / sqrt 2 (a rounded
+    // constant and a rounded product, ~0.65 ulp) becomes ~0.65 x^2 ulp of the result (measured up
+    // to 0.6 x^2 at x = -11); plus the roundings of erfcf and the products.
+    const double tol = (4.0 + v * v) * kUlp;
+    expect_close(y[i], ref, std::fabs(ref), tol, "x=" + std::to_string(v), kFloatMin);
+  }
+}
+
+TEST(Reference, ReluAndAddAreExact) {
+  const KernelTable& k = scalar_kernels();
+  const auto x = random_vector(100, -3.0f, 3.0f, 12);
+  auto y = x;
+  k.relu_f32(y.size(), y.data());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f);
+  const auto z = random_vector(100, -3.0f, 3.0f, 13);
+  auto sum = z;
+  k.add_f32(sum.size(), x.data(), sum.data());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(sum[i], float(double(x[i]) + z[i]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The AFT accumulator, every table against a float64 softmax-weighted average.
+
+struct AftStream {
+  std::size_t channels;
+  std::size_t steps;
+  std::vector<float> k;   // steps x channels
+  std::vector<float> v;   // steps x channels
+  std::vector<float> w;   // steps: the bias shared by all channels
+  std::vector<float> wc;  // steps x channels: per-channel biases
+};
+
+// Keys and biases mixing magnitudes around +-80 and +-200 (exp overflows float beyond 88), plus
+// noise, so that the running maximum both jumps and creeps.
+AftStream make_stream(std::size_t channels, std::size_t steps, unsigned seed) {
+  std::mt19937 rng(seed);
+  const float centres[] = {-200.0f, -80.0f, 0.0f, 80.0f, 200.0f};
+  std::uniform_int_distribution<int> pick(0, 4);
+  std::uniform_real_distribution<float> noise(-5.0f, 5.0f), value(-1.0f, 1.0f);
+  AftStream s{channels, steps, {}, {}, {}, {}};
+  for (std::size_t i = 0; i < steps * channels; ++i) {
+    s.k.push_back(centres[pick(rng)] + noise(rng));
+    s.v.push_back(value(rng));
+    s.wc.push_back(centres[pick(rng)] + noise(rng));
+  }
+  for (std::size_t t = 0; t < steps; ++t) s.w.push_back(centres[pick(rng)] + noise(rng));
+  return s;
+}
+
+struct AftState {
+  std::vector<float> m, a, b;
+  explicit AftState(std::size_t n) : m(n + 16, -kInf), a(n + 16, 0.0f), b(n + 16, 0.0f) {}
+};
+
+void run_stream(const KernelTable& k, const AftStream& s, bool per_channel, AftState& state) {
+  const std::size_t n = s.channels;
+  for (std::size_t t = 0; t < s.steps; ++t) {
+    if (per_channel) {
+      k.aft_accumulate_biased_f32(n, state.m.data(), state.a.data(), state.b.data(), &s.k[t * n],
+                                  &s.v[t * n], &s.wc[t * n]);
+    } else {
+      k.aft_accumulate_f32(n, state.m.data(), state.a.data(), state.b.data(), &s.k[t * n],
+                           &s.v[t * n], s.w[t]);
+    }
+  }
+}
+
+// Per channel: the softmax-weighted average of v over the float logits k + w (the kernel's input is
+// that float sum: its rounding is not the accumulator's error), its maximum logit, and the average
+// of |v| under the same weights (the scale that errors of a cancelling sum are relative to).
+struct AftExpected {
+  std::vector<double> average, max_logit, magnitude;
+};
+
+AftExpected softmax_average(const AftStream& s, bool per_channel) {
+  const std::size_t n = s.channels;
+  AftExpected e{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
+  for (std::size_t c = 0; c < n; ++c) {
+    std::vector<double> logits(s.steps);
+    for (std::size_t t = 0; t < s.steps; ++t) {
+      logits[t] = s.k[t * n + c] + (per_channel ? s.wc[t * n + c] : s.w[t]);  // float add
+    }
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double num = 0.0, den = 0.0, mag = 0.0;
+    for (std::size_t t = 0; t < s.steps; ++t) {
+      const double weight = std::exp(logits[t] - top);
+      num += weight * s.v[t * n + c];
+      mag += weight * std::fabs(s.v[t * n + c]);
+      den += weight;
+    }
+    e.average[c] = num / den;
+    e.max_logit[c] = top;
+    e.magnitude[c] = mag / den;
+  }
+  return e;
+}
+
+class IsaTest : public testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    table_ = kernels_for_isa(GetParam());
+    if (table_ == nullptr) GTEST_SKIP() << GetParam() << " is not available on this CPU";
+  }
+  const KernelTable& k() const { return *table_; }
+  const KernelTable& ref() const { return scalar_kernels(); }
+
+ private:
+  const KernelTable* table_ = nullptr;
+};
+
+// Each of the 1000 steps rounds the sums (and, when the maximum moves, the rescale, whose exp is
+// good to ~1.5 ulp): the bound grows like steps * ulp (1.2e-4) but the errors are independent and
+// add up like sqrt(steps) * ulp (4e-6); measured 2.3e-7 on every table.
+constexpr double kStreamTol = 1e-5;
+
+TEST_P(IsaTest, AftAccumulatorMatchesSoftmaxAverage) {
+  for (bool per_channel : {false, true}) {
+    for (std::size_t n : {1, 7, 16, 37}) {
+      const AftStream s = make_stream(n, 1000, 20 + n);
+      AftState state(n);
+      run_stream(k(), s, per_channel, state);
+      const AftExpected e = softmax_average(s, per_channel);
+      for (std::size_t c = 0; c < n; ++c) {
+        const std::string where = std::string(per_channel ? "biased" : "shared bias") +
+                                  " n=" + std::to_string(n) + " c=" + std::to_string(c);
+        ASSERT_TRUE(std::isfinite(state.a[c]) && std::isfinite(state.b[c])) << where;
+        EXPECT_EQ(state.m[c], e.max_logit[c]) << where;
+        EXPECT_GE(state.b[c], 1.0f) << where;  // the entry at the maximum contributes exp(0)
+        expect_close(state.a[c] / state.b[c], e.average[c], e.magnitude[c], kStreamTol, where);
+      }
+      for (std::size_t c = n; c < n + 16; ++c) {
+        ASSERT_EQ(state.m[c], -kInf) << "wrote past n=" << n;
+        ASSERT_EQ(state.a[c], 0.0f) << "wrote past n=" << n;
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, AftAccumulatorMatchesReference) {
+  for (std::size_t n : kSizes) {
+    const AftStream s = make_stream(n, 50, 40 + n);
+    for (bool per_channel : {false, true}) {
+      AftState got(n), want(n);
+      run_stream(k(), s, per_channel, got);
+      run_stream(ref(), s, per_channel, want);
+      for (std::size_t c = 0; c < n; ++c) {
+        const std::string where = "n=" + std::to_string(n) + " c=" + std::to_string(c);
+        EXPECT_EQ(got.m[c], want.m[c]) << where;  // a float max of the same float sums
+        // 50 steps of a few ulp each (exp 1.5 ulp, FMA vs separate rounding).
+        expect_close(got.b[c], want.b[c], want.b[c], 1e-5, where);
+        expect_close(got.a[c], want.a[c], want.b[c], 1e-5, where);  // |a| <= b max|v|, |v| <= 1
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, AftAccumulatorFirstEntryAndExtremeLogits) {
+  const std::size_t n = 19;
+  AftState state(n);
+  std::vector<float> key(n), value(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    key[c] = (c % 2 ? 1.0f : -1.0f) * std::ldexp(1.0f, int(c * 7));  // +-1 up to +-2^126
+    value[c] = float(c) - 9.0f;
+  }
+  k().aft_accumulate_f32(n, state.m.data(), state.a.data(), state.b.data(), key.data(),
+                         value.data(), 0.0f);
+  for (std::size_t c = 0; c < n; ++c) {  // from the empty state: a = v, b = 1, m = logit exactly
+    EXPECT_EQ(state.m[c], key[c]);
+    EXPECT_EQ(state.a[c], value[c]);
+    EXPECT_EQ(state.b[c], 1.0f);
+  }
+  // Then logits of the other sign, up to the largest finite magnitudes (half the float maximum in
+  // key and bias): m - x overflows to -inf in float, whose exp is 0; nothing may become inf or NaN.
+  const float half = std::numeric_limits<float>::max() / 2.0f;
+  for (float bias : {0.0f, half, -half, 200.0f, -200.0f, 80.0f}) {
+    for (std::size_t c = 0; c < n; ++c) key[c] = c % 3 ? -key[c] : (c % 2 ? half : -half);
+    k().aft_accumulate_f32(n, state.m.data(), state.a.data(), state.b.data(), key.data(),
+                           value.data(), bias);
+    for (std::size_t c = 0; c < n; ++c) {
+      ASSERT_TRUE(std::isfinite(state.m[c]) && std::isfinite(state.a[c]) &&
+                  std::isfinite(state.b[c]))
+          << "c=" << c << " bias=" << bias;
+      EXPECT_GE(state.b[c], 1.0f);
+    }
+  }
+}
+
+TEST_P(IsaTest, GemvMatchesReference) {
+  for (std::size_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 17}) {
+    for (std::size_t cols : kSizes) {
+      const auto w = random_vector(rows * cols, -1.0f, 1.0f, 50);
+      const auto x = random_vector(cols, -1.0f, 1.0f, 51);
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 52);
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+        auto y = guarded(rows), want = guarded(rows);
+        k().gemv_f32(rows, cols, w.data(), x.data(), b, y.data());
+        ref().gemv_f32(rows, cols, w.data(), x.data(), b, want.data());
+        expect_guard_intact(y, rows);
+        for (std::size_t r = 0; r < rows; ++r) {
+          double magnitude = b ? std::fabs(b[r]) : 0.0;
+          for (std::size_t c = 0; c < cols; ++c) magnitude += std::fabs(w[r * cols + c] * x[c]);
+          // Float FMA chains of length <= cols / lanes + a horizontal sum: worst case
+          // (1000 / 4 + 8) ulp = 3e-5 of the sum of magnitudes for SSE2; errors of random sign
+          // make that sqrt-like (measured < 1e-6): 1e-5.
+          expect_close(y[r], want[r], magnitude, 1e-5,
+                       std::to_string(rows) + "x" + std::to_string(cols) + " row " +
+                           std::to_string(r) + (b ? " bias" : ""));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, LayerNormMatchesReference) {
+  for (const LayerNormCase& c : kLayerNormCases) {
+    for (std::size_t n : kSizes) {
+      auto x = random_vector(n, -c.spread, c.spread, 60 + n);
+      for (float& v : x) v += c.offset;
+      const auto gamma = random_vector(n, -1.5f, 1.5f, 61);
+      const auto beta = random_vector(n, -0.5f, 0.5f, 62);
+      auto y = guarded(n), want = guarded(n);
+      k().layer_norm_f32(n, x.data(), gamma.data(), beta.data(), 1e-5f, y.data());
+      ref().layer_norm_f32(n, x.data(), gamma.data(), beta.data(), 1e-5f, want.data());
+      expect_guard_intact(y, n);
+      // Errors of mean and variance are relative to the spread (the kernel sums x - x[0]):
+      // chains of <= n / (2 lanes) float additions, ~1e-6 measured; the normalized value
+      // carries them times |gamma|, on top of ulp-level roundings of the output.
+      for (std::size_t i = 0; i < n; ++i) {
+        const double normalized = (want[i] - beta[i]) / gamma[i];
+        const double scale =
+            std::fabs(gamma[i]) * (1.0 + std::fabs(normalized)) + std::fabs(beta[i]);
+        expect_close(y[i], want[i], scale, 1e-5,
+                     "n=" + std::to_string(n) + " offset=" + std::to_string(c.offset));
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, AftOutputMatchesReference) {
+  for (std::size_t n : kSizes) {
+    auto q = random_vector(n, -40.0f, 40.0f, 70 + n);
+    if (n > 4) q[1] = 1e4f, q[2] = -1e4f, q[3] = -100.0f, q[4] = 0.0f;
+    const auto a = random_vector(n, -5.0f, 5.0f, 71);
+    const auto b = random_vector(n, 1.0f, 50.0f, 72);
+    auto y = guarded(n), want = guarded(n);
+    k().aft_output_f32(n, q.data(), a.data(), b.data(), y.data());
+    ref().aft_output_f32(n, q.data(), a.data(), b.data(), want.data());
+    expect_guard_intact(y, n);
+    for (std::size_t c = 0; c < n; ++c) {
+      // xsimd's exp (1.5 ulp) against expf, then the same divisions and product: a few ulp.
+      expect_close(y[c], want[c], std::fabs(want[c]), 8 * kUlp, "q=" + std::to_string(q[c]),
+                   kFloatMin);
+    }
+  }
+}
+
+TEST_P(IsaTest, GeluMatchesReference) {
+  for (std::size_t n : kSizes) {
+    auto x = random_vector(n, -10.0f, 10.0f, 80 + n);
+    if (n > 3) x[0] = 0.0f, x[1] = 13.0f, x[2] = -13.0f, x[3] = 1e-20f;
+    auto y = x, want = x;
+    y.resize(n + 16, kGuard);
+    k().gelu_f32(n, y.data());
+    ref().gelu_f32(n, want.data());
+    expect_guard_intact(y, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      // The same float argument -x / sqrt 2 on both sides, so only xsimd's erfc and erfcf differ:
+      // measured within 2.1e-6 of each other down to x = -13 (deep in erfc's tail).
+      expect_close(y[i], want[i], std::fabs(want[i]), 1e-5, "x=" + std::to_string(x[i]), kFloatMin);
+    }
+  }
+}
+
+TEST_P(IsaTest, ReluAndAddMatchReferenceExactly) {
+  for (std::size_t n : kSizes) {
+    const auto x = random_vector(n, -2.0f, 2.0f, 90 + n);
+    auto y = x, want = x;
+    y.resize(n + 16, kGuard);
+    k().relu_f32(n, y.data());
+    ref().relu_f32(n, want.data());
+    expect_guard_intact(y, n);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(y[i], want[i]) << "relu n=" << n;
+
+    const auto z = random_vector(n, -2.0f, 2.0f, 91 + n);
+    auto sum = z, want_sum = z;
+    sum.resize(n + 16, kGuard);
+    k().add_f32(n, x.data(), sum.data());
+    ref().add_f32(n, x.data(), want_sum.data());
+    expect_guard_intact(sum, n);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(sum[i], want_sum[i]) << "add n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, IsaTest, testing::ValuesIn(kIsaNames),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+}  // namespace
+}  // namespace aft::kernels

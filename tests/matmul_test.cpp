@@ -1,0 +1,185 @@
+// Matmul (oneDNN) against a naive float64 product, in PyTorch's nn.Linear layout.
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace aft::kernels {
+namespace {
+
+std::vector<float> random_vector(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Problem {
+  std::size_t m, k, n;
+  std::vector<float> x, w, bias;  // x [M, K], w [N, K]
+  Problem(std::size_t m_, std::size_t k_, std::size_t n_)
+      : m(m_),
+        k(k_),
+        n(n_),
+        x(random_vector(m * k, 1)),
+        w(random_vector(n * k, 2)),
+        bias(random_vector(n, 3)) {}
+};
+
+double apply(PostOp post, double v) {
+  if (post == PostOp::Relu) return v > 0.0 ? v : 0.0;
+  if (post == PostOp::Gelu) return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+  return v;
+}
+
+const char* name(PostOp post) {
+  return post == PostOp::Relu ? "relu" : post == PostOp::Gelu ? "gelu" : "none";
+}
+
+// y must be [m, n] = post(x[:m] W^T + bias) to within float accumulation error.
+void expect_matches(const Problem& p, std::size_t m, bool with_bias, PostOp post,
+                    const std::vector<float>& y, const std::string& where) {
+  // oneDNN sums the K products in float: at most K roundings of the running sum, a bound of
+  // K 2^-24 of the sum of magnitudes (1.5e-5 for K = 257), of which random-sign errors realize
+  // about sqrt(K) 2^-24. gelu (slope <= 1.13) carries that error, plus oneDNN's erf (~1e-6 of |y|).
+  const double tol = std::max(1e-6, static_cast<double>(p.k) * std::ldexp(1.0, -24));
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < p.n; ++j) {
+      double sum = with_bias ? p.bias[j] : 0.0;
+      double magnitude = std::fabs(sum);
+      for (std::size_t c = 0; c < p.k; ++c) {
+        const double term = double(p.x[i * p.k + c]) * p.w[j * p.k + c];
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double want = apply(post, sum);
+      const float got = y[i * p.n + j];
+      ASSERT_TRUE(std::isfinite(got)) << where;
+      ASSERT_LE(std::fabs(got - want), 1.13 * tol * magnitude + 1e-6 * std::fabs(want))
+          << where << " at (" << i << ", " << j << "): got " << got << ", want " << want;
+      if (post == PostOp::Relu && sum < -tol * magnitude) {
+        ASSERT_EQ(got, 0.0f) << where;
+      }
+    }
+  }
+}
+
+struct Shape {
+  std::size_t m, k, n;
+};
+
+// M on both sides of the runtime-M / fixed-M switch (8), odd K and N.
+constexpr Shape kShapes[] = {{1, 1, 1},    {1, 7, 5},     {2, 64, 3},    {3, 17, 9},    {8, 64, 33},
+                             {9, 31, 100}, {16, 100, 17}, {37, 257, 64}, {100, 64, 129}};
+
+TEST(Matmul, MatchesNaiveProduct) {
+  for (const Shape& s : kShapes) {
+    const Problem p(s.m, s.k, s.n);
+    for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu}) {
+      for (bool with_bias : {false, true}) {
+        const Matmul mm(s.k, s.n, p.w.data(), with_bias ? p.bias.data() : nullptr, post);
+        std::vector<float> y(s.m * s.n + 8, 777.0f);
+        mm.run(s.m, p.x.data(), y.data());
+        const std::string where = "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
+                                  " N=" + std::to_string(s.n) + " post=" + name(post) +
+                                  (with_bias ? " bias" : "");
+        expect_matches(p, s.m, with_bias, post, y, where);
+        for (std::size_t i = s.m * s.n; i < y.size(); ++i) ASSERT_EQ(y[i], 777.0f) << where;
+      }
+    }
+  }
+}
+
+// One Matmul serves every M; more distinct large M than its primitive cache holds.
+TEST(Matmul, ManyRowCountsOnOneObject) {
+  const Problem p(70, 48, 40);
+  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu);
+  for (std::size_t m : {1, 70, 9, 2, 10, 11, 12, 13, 14, 15, 16, 17, 18, 70, 9, 8, 0}) {
+    std::vector<float> y(m * p.n);
+    mm.run(m, p.x.data(), y.data());
+    expect_matches(p, m, true, PostOp::Gelu, y, "M=" + std::to_string(m));
+  }
+}
+
+TEST(Matmul, ConcurrentRuns) {
+  const Problem p(64, 96, 72);
+  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Relu);
+  const std::size_t rows[] = {1, 64, 5, 33};
+  std::vector<std::vector<float>> outputs(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      outputs[t].assign(rows[t] * p.n, 0.0f);
+      for (int repeat = 0; repeat < 5; ++repeat) mm.run(rows[t], p.x.data(), outputs[t].data());
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (std::size_t t = 0; t < 4; ++t) {
+    expect_matches(p, rows[t], true, PostOp::Relu, outputs[t], "thread " + std::to_string(t));
+  }
+}
+
+TEST(Matmul, MovedObjectStillRuns) {
+  const Problem p(12, 20, 6);
+  Matmul first(p.k, p.n, p.w.data(), nullptr, PostOp::None);
+  Matmul second = std::move(first);
+  Matmul third(1, 1, p.w.data(), nullptr, PostOp::None);
+  third = std::move(second);
+  std::vector<float> y(p.m * p.n);
+  third.run(p.m, p.x.data(), y.data());
+  expect_matches(p, p.m, false, PostOp::None, y, "moved");
+}
+
+// The shapes of a 12-layer d = 512 model: the slow reference implementation would be a
+// performance bug. The names are printed for the record.
+TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
+  const Shape shapes[] = {{0, 512, 512}, {0, 512, 2048}, {0, 2048, 512}};
+  for (const Shape& s : shapes) {
+    const auto w = random_vector(s.k * s.n, 4);
+    const auto bias = random_vector(s.n, 5);
+    for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu}) {
+      const Matmul mm(s.k, s.n, w.data(), bias.data(), post);
+      const std::string impl = mm.implementation();
+      std::cout << "K=" << s.k << " N=" << s.n << " post=" << name(post) << ": " << impl << "\n";
+      EXPECT_FALSE(impl.empty());
+      EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
+      EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+    }
+  }
+}
+
+TEST(Matmul, RejectsInvalidShapes) {
+  const float w = 1.0f;
+  EXPECT_THROW(Matmul(0, 4, &w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(4, 0, &w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(std::size_t{1} << 40, 4, &w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(4, 4, nullptr, nullptr, PostOp::None), std::invalid_argument);
+}
+
+TEST(Matmul, OneDnnErrorsBecomeRuntimeErrors) {
+  const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const Matmul mm(2, 2, w, nullptr, PostOp::None);
+  float x = 0.0f, y = 0.0f;
+  // SIZE_MAX rows is the dimension -1 to oneDNN, which rejects it before touching memory.
+  try {
+    mm.run(SIZE_MAX, &x, &y);
+    FAIL() << "expected an error for M = SIZE_MAX";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("oneDNN"), std::string::npos) << what;
+    EXPECT_NE(what.find("K=2, N=2"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace aft::kernels

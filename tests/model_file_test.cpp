@@ -1,0 +1,605 @@
+// The model file container: a valid file loads in place; each kind of malformed file is refused
+// with AFT_ERR_FORMAT (AFT_ERR_IO for open failures) and a message naming the path and the problem.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/crc32.h"
+#include "engine/error.h"
+#include "engine/mapped_file.h"
+#include "engine/model_file.h"
+#include "models/aft_config.h"
+#include "tests/model_file_writer.h"
+
+namespace {
+
+using aft::testing::ModelImage;
+using aft::testing::TempFile;
+using aft::testing::TestTensor;
+using nlohmann::json;
+
+std::vector<float> iota(std::size_t n, float start) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+// Three tensors, the last one more than 64 bytes long so a tensor can overlap it partially.
+std::vector<TestTensor> sample_tensors() {
+  return {{"embed.weight", {2, 3}, iota(6, 1.0f)},
+          {"layers.0.mixer.key.weight", {4}, iota(4, -2.5f)},
+          {"head.weight", {5, 20}, iota(100, 0.25f)}};
+}
+
+class ModelFileTest : public ::testing::Test {
+ protected:
+  // Plenty of slack: tests lengthen the header without moving the tensors.
+  ModelImage image_ = aft::testing::layout_model(aft::testing::tiny_config("simple"),
+                                                 aft::testing::byte_tokenizer(), sample_tensors(),
+                                                 /*header_slack=*/512);
+  TempFile file_;
+
+  const std::string& write(const ModelImage& image) {
+    aft::testing::write_bytes(file_.path(), aft::testing::to_bytes(image));
+    return file_.path();
+  }
+  const std::string& write() { return write(image_); }
+  const std::string& write_prefix(std::size_t n) {
+    std::vector<uint8_t> bytes = aft::testing::to_bytes(image_);
+    bytes.resize(n);
+    aft::testing::write_bytes(file_.path(), bytes);
+    return file_.path();
+  }
+  json& tensor(std::size_t i) { return image_.header["tensors"][i]; }
+  uint64_t file_size() const { return aft::testing::to_bytes(image_).size(); }
+
+  // Opening must fail with `status`, and the message must name the path and every word given.
+  void expect_error(aft_status status, const std::vector<std::string>& words,
+                    bool verify_checksums = true) {
+    try {
+      aft::ModelFile::open(file_.path(), verify_checksums);
+      ADD_FAILURE() << "the file opened";
+    } catch (const aft::Error& e) {
+      EXPECT_EQ(e.status(), status) << e.what();
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind(file_.path() + ": ", 0), 0u) << message;
+      for (const std::string& w : words)
+        EXPECT_NE(message.find(w), std::string::npos) << message << "\nlacks: " << w;
+    }
+  }
+  void expect_format_error(const std::vector<std::string>& words) {
+    expect_error(AFT_ERR_FORMAT, words);
+  }
+};
+
+// ---- CRC-32 and the mapping ----
+
+uint32_t bitwise_crc32(const uint8_t* p, std::size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+  }
+  return ~c;
+}
+
+TEST(Crc32, KnownValues) {
+  EXPECT_EQ(aft::crc32("", 0), 0u);
+  EXPECT_EQ(aft::crc32("123456789", 9), 0xCBF43926u);
+  const char* fox = "The quick brown fox jumps over the lazy dog";
+  EXPECT_EQ(aft::crc32(fox, std::strlen(fox)), 0x414FA339u);
+}
+
+TEST(Crc32, MatchesBitwiseAtEveryLengthAndAlignment) {
+  std::vector<uint8_t> buf(300);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (std::size_t start = 0; start < 8; ++start) {
+    for (std::size_t n = 0; start + n <= buf.size(); n += 7) {
+      ASSERT_EQ(aft::crc32(buf.data() + start, n), bitwise_crc32(buf.data() + start, n))
+          << start << " " << n;
+    }
+  }
+}
+
+TEST(Crc32, ContinuesAcrossChunks) {
+  std::vector<uint8_t> buf(1000);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i ^ (i >> 3));
+  const uint32_t whole = aft::crc32(buf.data(), buf.size());
+  for (std::size_t cut : {0, 1, 9, 500, 999, 1000}) {
+    EXPECT_EQ(aft::crc32(buf.data() + cut, buf.size() - cut, aft::crc32(buf.data(), cut)), whole);
+  }
+}
+
+TEST(MappedFile, MapsContentAndMoves) {
+  TempFile file;
+  aft::testing::write_bytes(file.path(), {1, 2, 3, 4, 5});
+  aft::MappedFile map = aft::MappedFile::open(file.path());
+  ASSERT_EQ(map.size(), 5u);
+  EXPECT_EQ(map.data()[4], 5);
+  const uint8_t* data = map.data();
+  aft::MappedFile moved = std::move(map);
+  EXPECT_EQ(moved.data(), data);
+  EXPECT_EQ(map.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from state is defined
+  EXPECT_EQ(map.size(), 0u);
+  map = std::move(moved);
+  EXPECT_EQ(map.data(), data);
+}
+
+TEST(MappedFile, EmptyFileMapsNothing) {
+  TempFile file;
+  aft::testing::write_bytes(file.path(), {});
+  const aft::MappedFile map = aft::MappedFile::open(file.path());
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_EQ(map.data(), nullptr);
+}
+
+// ---- Valid files ----
+
+TEST_F(ModelFileTest, ValidFileLoadsInPlace) {
+  write();
+  const aft::ModelFile model = aft::ModelFile::open(file_.path(), true);
+  EXPECT_EQ(model.path(), file_.path());
+  EXPECT_EQ(model.size_bytes(), file_size());
+  EXPECT_EQ(model.size_bytes(), std::filesystem::file_size(file_.path()));
+  EXPECT_EQ(model.config(), aft::testing::tiny_config("simple"));
+  EXPECT_EQ(model.tokenizer(), aft::testing::byte_tokenizer());
+
+  const std::vector<TestTensor> expected = sample_tensors();
+  ASSERT_EQ(model.tensors().size(), expected.size());
+  const auto* base =
+      static_cast<const uint8_t*>(model.tensors()[0].data) - model.tensors()[0].offset;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const aft::TensorInfo& t = model.tensors()[i];
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.name, expected[i].name);
+    EXPECT_EQ(t.dtype, aft::DType::F32);
+    EXPECT_EQ(t.shape, expected[i].shape);
+    EXPECT_EQ(t.nbytes, expected[i].values.size() * 4);
+    EXPECT_EQ(t.offset % 64, 0u);
+    EXPECT_EQ(t.offset, tensor(i)["offset"].get<uint64_t>());
+    EXPECT_EQ(static_cast<const uint8_t*>(t.data), base + t.offset);  // in place, no copy
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
+    const auto* values = static_cast<const float*>(t.data);
+    EXPECT_EQ(std::vector<float>(values, values + expected[i].values.size()), expected[i].values);
+    EXPECT_EQ(model.find(t.name), &t);
+  }
+  EXPECT_EQ(model.find("nope"), nullptr);
+}
+
+TEST_F(ModelFileTest, MovedModelKeepsItsTensors) {
+  write();
+  aft::ModelFile first = aft::ModelFile::open(file_.path(), true);
+  const void* data = first.tensors()[2].data;
+  const aft::ModelFile second = std::move(first);
+  EXPECT_EQ(second.tensors()[2].data, data);
+  EXPECT_EQ(static_cast<const float*>(second.tensors()[2].data)[99], 99.25f);
+}
+
+TEST_F(ModelFileTest, UnknownKeysAreIgnored) {
+  image_.header["future_section"] = {{"x", 1}};
+  tensor(1)["future_field"] = "whatever";
+  image_.header.erase("metadata");
+  write();
+  EXPECT_EQ(aft::ModelFile::open(file_.path(), true).tensors().size(), 3u);
+}
+
+TEST_F(ModelFileTest, ScalarAndEmptyTensorsAreAllowed) {
+  image_ = aft::testing::layout_model(json::object(), json::object(),
+                                      {{"scalar", {}, {42.0f}}, {"empty", {0, 5}, {}}});
+  write();
+  const aft::ModelFile model = aft::ModelFile::open(file_.path(), true);
+  EXPECT_EQ(*static_cast<const float*>(model.find("scalar")->data), 42.0f);
+  EXPECT_EQ(model.find("empty")->nbytes, 0u);
+}
+
+TEST_F(ModelFileTest, RandomModelForEveryMixerLoads) {
+  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+    SCOPED_TRACE(mixer);
+    const json config = aft::testing::tiny_config(mixer);
+    aft::testing::write_random_model(file_.path(), config, 7);
+    const aft::ModelFile model = aft::ModelFile::open(file_.path(), true);
+    const auto specs =
+        aft::expected_tensors(aft::ModelConfig::from_json(model.config(), model.path()));
+    ASSERT_EQ(model.tensors().size(), specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_EQ(model.tensors()[i].name, specs[i].name);
+      EXPECT_EQ(model.tensors()[i].shape, specs[i].shape);
+    }
+    EXPECT_EQ(model.tokenizer(), aft::testing::byte_tokenizer());
+  }
+}
+
+TEST(RandomTensors, DeterministicAndScaled) {
+  const json config = aft::testing::tiny_config("conv");
+  const auto a = aft::testing::random_tensors(config, 3, 0.5f);
+  const auto b = aft::testing::random_tensors(config, 3, 0.5f);
+  const auto c = aft::testing::random_tensors(config, 4, 0.5f);
+  ASSERT_EQ(a.size(), b.size());
+  bool differs = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].values, b[i].values);
+    differs = differs || a[i].values != c[i].values;
+    const bool norm = a[i].name.find("norm") != std::string::npos &&
+                      a[i].name.find(".weight") != std::string::npos;
+    for (float v : a[i].values) {
+      EXPECT_LE(std::abs(v - (norm ? 1.0f : 0.0f)), 0.5f) << a[i].name;
+    }
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST_F(ModelFileTest, ChecksumsCanBeSkipped) {
+  image_.data[image_.data_index("head.weight") + 17] ^= 0x10;
+  write();
+  EXPECT_EQ(aft::ModelFile::open(file_.path(), false).tensors().size(), 3u);
+}
+
+// ---- Open failures ----
+
+TEST_F(ModelFileTest, MissingFileIsAnIoError) {
+  expect_error(AFT_ERR_IO, {"cannot open", "No such file"});
+}
+
+TEST(ModelFile, DirectoryIsAnIoError) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  try {
+    aft::ModelFile::open(dir, true);
+    ADD_FAILURE() << "a directory opened";
+  } catch (const aft::Error& e) {
+    EXPECT_EQ(e.status(), AFT_ERR_IO);
+    EXPECT_NE(std::string(e.what()).find(dir + ": cannot open: not a regular file"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- Preamble ----
+
+TEST_F(ModelFileTest, EmptyFile) {
+  write_prefix(0);
+  expect_format_error({"file is 0 bytes, too small for the 24-byte preamble"});
+}
+
+TEST_F(ModelFileTest, TruncatedInsidePreamble) {
+  for (std::size_t n : {1, 8, 10, 23}) {
+    write_prefix(n);
+    expect_format_error(
+        {"file is " + std::to_string(n) + " bytes, too small for the 24-byte preamble"});
+  }
+}
+
+TEST_F(ModelFileTest, TruncatedInsideHeader) {
+  const uint64_t length = image_.header.dump().size();
+  for (std::size_t n : {std::size_t{24}, std::size_t{25}, std::size_t(24 + length / 2),
+                        std::size_t(24 + length - 1)}) {
+    write_prefix(n);
+    expect_format_error({"header length " + std::to_string(length) +
+                         " runs past the end of the file (size " + std::to_string(n) + ")"});
+  }
+}
+
+TEST_F(ModelFileTest, TruncatedInsideTensor) {
+  const uint64_t offset = tensor(2)["offset"];
+  const uint64_t end = offset + 400;
+  for (uint64_t n : {offset, offset + 1, offset + 200, end - 1}) {
+    write_prefix(n);
+    expect_format_error({"tensor \"head.weight\": bytes [" + std::to_string(offset) + ", " +
+                         std::to_string(end) + ") run past the end of the file (size " +
+                         std::to_string(n) + ")"});
+  }
+  // Cut before the second tensor: it is the first one reported out of bounds.
+  write_prefix(tensor(1)["offset"].get<uint64_t>() + 8);
+  expect_format_error({"tensor \"layers.0.mixer.key.weight\": bytes", "run past the end"});
+}
+
+TEST_F(ModelFileTest, WrongMagic) {
+  image_.magic = "AFTMODEX";
+  write();
+  expect_format_error({"bad magic (expected \"AFTMODEL\", found \"AFTMODEX\")"});
+  image_.magic = std::string("\x89PNG\r\n\x1a\n", 8);
+  write();
+  expect_format_error({"bad magic", "found \"\\x89PNG\\x0d\\x0a\\x1a\\x0a\""});
+}
+
+TEST_F(ModelFileTest, WrongVersion) {
+  image_.version = 7;
+  write();
+  expect_format_error({"unsupported format version 7 (this build reads version 1)"});
+  image_.version = 0;
+  write();
+  expect_format_error({"unsupported format version 0"});
+}
+
+TEST_F(ModelFileTest, ReservedFieldNonzero) {
+  image_.reserved = 5;
+  write();
+  expect_format_error({"reserved preamble field is 5 (expected 0)"});
+}
+
+TEST_F(ModelFileTest, HeaderLengthPastEnd) {
+  const uint64_t size = file_size();
+  image_.header_length = 99999;
+  write();
+  expect_format_error(
+      {"header length 99999 runs past the end of the file (size " + std::to_string(size) + ")"});
+  image_.header_length = UINT64_MAX;  // 24 + length would wrap around
+  write();
+  expect_format_error({"header length 18446744073709551615 runs past the end"});
+  image_.header_length = size - 23;
+  write();
+  expect_format_error({"runs past the end"});
+}
+
+// ---- Header JSON ----
+
+TEST_F(ModelFileTest, HeaderNotJson) {
+  image_.header_text = R"({"config": {}, "tokenizer": )";
+  write();
+  expect_format_error({"header is not valid JSON: ", "parse error"});
+  image_.header_text = "{\"config\": {\"name\": \"\xff\"}}";  // invalid UTF-8 in a string
+  write();
+  expect_format_error({"header is not valid JSON: "});
+  image_.header_text = "";
+  write();
+  expect_format_error({"header is not valid JSON: "});
+}
+
+TEST_F(ModelFileTest, HeaderLengthCutsTheJson) {
+  image_.header_length = image_.header.dump().size() - 1;
+  write();
+  expect_format_error({"header is not valid JSON: "});
+}
+
+TEST_F(ModelFileTest, HeaderNotAnObject) {
+  image_.header_text = "[1, 2, 3]";
+  write();
+  expect_format_error({"header: expected a JSON object, found an array"});
+}
+
+TEST_F(ModelFileTest, HeaderMissingSections) {
+  for (const char* key : {"tensors", "config", "tokenizer"}) {
+    ModelImage image = image_;
+    image.header.erase(key);
+    write(image);
+    expect_format_error({std::string("header: missing key \"") + key + "\""});
+  }
+}
+
+TEST_F(ModelFileTest, HeaderSectionsOfWrongType) {
+  image_.header["tensors"] = {{"embed.weight", 1}};
+  write();
+  expect_format_error({"header: \"tensors\": expected an array, found an object"});
+  image_.header["tensors"] = "none";
+  write();
+  expect_format_error({"header: \"tensors\": expected an array, found string \"none\""});
+  image_.header["config"] = 3;
+  write();
+  expect_format_error({"header: \"config\": expected an object, found 3"});
+}
+
+TEST_F(ModelFileTest, TensorEntryNotAnObject) {
+  image_.header["tensors"][1] = "layers.0.mixer.key.weight";
+  write();
+  expect_format_error({"tensors[1]: expected an object, found string"});
+}
+
+TEST_F(ModelFileTest, TensorMissingFields) {
+  const ModelImage original = image_;
+  for (const char* key : {"dtype", "shape", "offset", "nbytes", "crc32"}) {
+    image_ = original;
+    tensor(1).erase(key);
+    write();
+    expect_format_error(
+        {std::string("tensor \"layers.0.mixer.key.weight\": missing key \"") + key + "\""});
+  }
+  image_ = original;
+  tensor(1).erase("name");
+  write();
+  expect_format_error({"tensors[1]: missing key \"name\""});
+}
+
+TEST_F(ModelFileTest, TensorFieldsOfWrongType) {
+  const ModelImage original = image_;
+  struct Case {
+    const char* key;
+    json value;
+    std::string message;
+  };
+  const std::string t = "tensor \"layers.0.mixer.key.weight\": ";
+  const Case cases[] = {
+      {"offset", "4096", t + "offset: expected a non-negative integer, found string \"4096\""},
+      {"offset", -64, t + "offset: expected a non-negative integer, found -64"},
+      {"offset", 128.0, t + "offset: expected a non-negative integer, found 128.0"},
+      {"nbytes", nullptr, t + "nbytes: expected a non-negative integer, found null"},
+      {"nbytes", true, t + "nbytes: expected a non-negative integer, found true"},
+      {"crc32", json::array(), t + "crc32: expected a non-negative integer, found an array"},
+      {"crc32", 4294967296ull, t + "crc32: expected an integer below 2^32, found 4294967296"},
+      {"dtype", 32, t + "dtype: expected a string, found 32"},
+      {"shape", "[4]", t + "shape: expected an array, found string \"[4]\""},
+      {"shape", {4, "1"}, t + "shape[1]: expected a non-negative integer, found string \"1\""},
+      {"shape", {-4}, t + "shape[0]: expected a non-negative integer, found -4"},
+      {"shape", {2.5}, t + "shape[0]: expected a non-negative integer, found 2.5"},
+      {"name", 7, "tensors[1]: name: expected a string, found 7"},
+      {"name", "", "tensors[1]: name is empty"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    image_ = original;
+    tensor(1)[c.key] = c.value;
+    write();
+    expect_format_error({c.message});
+  }
+}
+
+TEST_F(ModelFileTest, ShapeTooLarge) {
+  tensor(0)["shape"] = {uint64_t{1} << 62, uint64_t{1} << 62};
+  write();
+  expect_format_error(
+      {"tensor \"embed.weight\": shape [4611686018427387904, 4611686018427387904] "
+       "is too large"});
+  tensor(0)["shape"] = {uint64_t{1} << 61};  // 2^63 bytes: no overflow, but no such file either
+  tensor(0)["nbytes"] = uint64_t{1} << 63;
+  write();
+  expect_format_error({"tensor \"embed.weight\": bytes", "run past the end of the file"});
+  tensor(0)["shape"] = {UINT64_MAX};
+  write();
+  expect_format_error(
+      {"tensor \"embed.weight\": shape[0]: dimension 18446744073709551615 is too "
+       "large"});
+  tensor(0)["shape"] = {1e30};
+  write();
+  expect_format_error(
+      {"tensor \"embed.weight\": shape[0]: expected a non-negative integer, found"});
+}
+
+// ---- Tensor placement ----
+
+TEST_F(ModelFileTest, TensorOutOfBounds) {
+  const uint64_t size = file_size();
+  const uint64_t offset = (size / 64 + 2) * 64;
+  tensor(1)["offset"] = offset;
+  write();
+  expect_format_error({"tensor \"layers.0.mixer.key.weight\": bytes [" + std::to_string(offset) +
+                       ", " + std::to_string(offset + 16) +
+                       ") run past the end of the file (size " + std::to_string(size) + ")"});
+  tensor(1)["offset"] = UINT64_MAX - 63;  // the last aligned offset: still in range
+  write();
+  expect_format_error(
+      {"tensor \"layers.0.mixer.key.weight\": bytes [18446744073709551552, "
+       "18446744073709551568) run past the end of the file"});
+  tensor(1)["offset"] = tensor(0)["offset"];
+  tensor(2)["offset"] = UINT64_MAX - 63;  // offset + 400 bytes wraps around
+  write();
+  expect_format_error(
+      {"tensor \"head.weight\": bytes [18446744073709551552, "
+       "18446744073709551552 + 400) run past the end of the file"});
+}
+
+TEST_F(ModelFileTest, MisalignedOffset) {
+  const uint64_t offset = tensor(1)["offset"].get<uint64_t>() + 4;
+  tensor(1)["offset"] = offset;
+  write();
+  expect_format_error({"tensor \"layers.0.mixer.key.weight\": offset " + std::to_string(offset) +
+                       " is not 64-byte aligned"});
+}
+
+TEST_F(ModelFileTest, TensorOverlapsHeader) {
+  tensor(0)["offset"] = 0;
+  write();
+  const uint64_t header_end = 24 + image_.header.dump().size();
+  expect_format_error({"tensor \"embed.weight\": offset 0 overlaps the header (bytes [0, " +
+                       std::to_string(header_end) + "))"});
+  tensor(0)["offset"] = 64;
+  write();
+  expect_format_error({"tensor \"embed.weight\": offset 64 overlaps the header"});
+}
+
+TEST_F(ModelFileTest, NbytesDoesNotMatchShape) {
+  tensor(0)["shape"] = {3, 4};
+  tensor(0)["nbytes"] = 40;
+  write();
+  expect_format_error(
+      {"tensor \"embed.weight\": nbytes 40 does not match shape [3, 4] of f32 (48)"});
+}
+
+TEST_F(ModelFileTest, UnsupportedDtype) {
+  for (const char* dtype : {"bf16", "q8_0", "f64", ""}) {
+    tensor(2)["dtype"] = dtype;
+    write();
+    expect_format_error({std::string("tensor \"head.weight\": unsupported dtype \"") + dtype +
+                         "\" (this build reads \"f32\")"});
+  }
+}
+
+TEST_F(ModelFileTest, TensorsOverlap) {
+  const uint64_t head = tensor(2)["offset"];
+  tensor(1)["offset"] = head + 64;  // inside head.weight's 400 bytes
+  write();
+  expect_format_error(
+      {"tensor \"layers.0.mixer.key.weight\" overlaps tensor \"head.weight\" (bytes [" +
+       std::to_string(head + 64) + ", " + std::to_string(head + 80) + ") and [" +
+       std::to_string(head) + ", " + std::to_string(head + 400) + "))"});
+}
+
+TEST_F(ModelFileTest, TensorsAtTheSameOffset) {
+  tensor(1)["offset"] = tensor(0)["offset"];
+  write();
+  expect_format_error({"tensor \"layers.0.mixer.key.weight\" overlaps tensor \"embed.weight\""});
+}
+
+TEST_F(ModelFileTest, DuplicateName) {
+  tensor(2)["name"] = "embed.weight";
+  write();
+  expect_format_error({"duplicate tensor name \"embed.weight\" (tensors[0] and tensors[2])"});
+}
+
+TEST_F(ModelFileTest, ChecksumMismatch) {
+  const std::size_t at = image_.data_index("head.weight") + 17;
+  image_.data[at] ^= 0x10;  // one flipped bit
+  write();
+  const uint32_t expected = tensor(2)["crc32"];
+  const uint32_t found = aft::crc32(image_.data.data() + image_.data_index("head.weight"), 400);
+  ASSERT_NE(expected, found);
+  char words[128];
+  std::snprintf(words, sizeof words,
+                "tensor \"head.weight\": checksum mismatch (expected crc32 0x%08x, found 0x%08x)",
+                expected, found);
+  expect_format_error({words});
+}
+
+TEST_F(ModelFileTest, WrongChecksumInHeader) {
+  tensor(0)["crc32"] = tensor(0)["crc32"].get<uint32_t>() ^ 1u;
+  write();
+  expect_format_error({"tensor \"embed.weight\": checksum mismatch"});
+}
+
+// ---- Robustness: any damage is either harmless or a clean format error ----
+
+TEST_F(ModelFileTest, EveryTruncationIsAFormatError) {
+  const std::vector<uint8_t> bytes = aft::testing::to_bytes(image_);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    write_prefix(n);
+    try {
+      aft::ModelFile::open(file_.path(), true);
+      ADD_FAILURE() << "a file cut at " << n << " opened";
+    } catch (const aft::Error& e) {
+      ASSERT_EQ(e.status(), AFT_ERR_FORMAT) << n << ": " << e.what();
+    }
+  }
+}
+
+TEST_F(ModelFileTest, RandomCorruptionOnlyEverThrowsFormatErrors) {
+  const std::vector<uint8_t> original = aft::testing::to_bytes(image_);
+  uint64_t state = 12345;
+  const auto next = [&state] {  // xorshift64: a fixed sequence on every platform
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int opened = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<uint8_t> bytes = original;
+    const int flips = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < flips; ++k) {
+      // Mostly the preamble and header, where damage is the most varied.
+      const std::size_t limit = next() % 4 == 0 ? bytes.size() : image_.data_start;
+      bytes[next() % limit] ^= static_cast<uint8_t>(1u << (next() % 8));
+    }
+    aft::testing::write_bytes(file_.path(), bytes);
+    try {
+      aft::ModelFile::open(file_.path(), true);
+      ++opened;  // e.g. a flipped bit in the padding or in the metadata
+    } catch (const aft::Error& e) {
+      ASSERT_EQ(e.status(), AFT_ERR_FORMAT) << e.what();
+      ASSERT_EQ(std::string(e.what()).rfind(file_.path() + ": ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_LT(opened, 400);
+}
+
+}  // namespace

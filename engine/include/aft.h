@@ -24,7 +24,8 @@ typedef enum aft_status {
   AFT_ERR_TOKENIZE = 5,     /* text the tokenizer cannot represent */
   AFT_ERR_BUFFER_TOO_SMALL = 6, /* the output buffer is too small; the needed size is reported */
   AFT_ERR_OUT_OF_MEMORY = 7,
-  AFT_ERR_INTERNAL = 8
+  AFT_ERR_INTERNAL = 8,
+  AFT_STATUS_MAX_ENUM = 0x7FFFFFFF
 } aft_status;
 
 /* A static string naming the status ("invalid argument", ...). */
@@ -103,7 +104,9 @@ int64_t aft_session_position(const aft_session* session); /* -1 if session is NU
 typedef enum aft_logits_mode {
   AFT_LOGITS_NONE = 0, /* only advance the state */
   AFT_LOGITS_LAST = 1, /* logits of the last token: vocab_size floats */
-  AFT_LOGITS_ALL = 2   /* logits of every token: n_tokens x vocab_size floats, row-major */
+  AFT_LOGITS_ALL = 2,  /* logits of every token: n_tokens x vocab_size floats, row-major */
+  AFT_LOGITS_MODE_MAX_ENUM =
+      0x7FFFFFFF /* makes every int a valid value, so bad ones can be refused */
 } aft_logits_mode;
 
 /* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode

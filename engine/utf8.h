@@ -1,0 +1,50 @@
+// Strict UTF-8 decoding (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace aft {
+
+// Decodes the character starting at text[pos]: its code point and its length in bytes, or length 0
+// if the bytes there are not a well-formed UTF-8 character.
+struct DecodedChar {
+  uint32_t code_point;
+  std::size_t length;
+};
+
+inline DecodedChar decode_utf8(std::string_view text, std::size_t pos) {
+  const auto byte = [&](std::size_t i) { return static_cast<uint8_t>(text[pos + i]); };
+  const std::size_t avail = text.size() - pos;
+  const uint8_t b0 = byte(0);
+  if (b0 < 0x80) return {b0, 1};
+  std::size_t length;
+  uint32_t cp;
+  uint8_t lo = 0x80, hi = 0xBF;  // the range of the second byte, narrowed to exclude bad forms
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    length = 2;
+    cp = b0 & 0x1Fu;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    length = 3;
+    cp = b0 & 0x0Fu;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    length = 4;
+    cp = b0 & 0x07u;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return {0, 0};
+  }
+  if (avail < length) return {0, 0};
+  for (std::size_t i = 1; i < length; ++i) {
+    const uint8_t b = byte(i);
+    if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) return {0, 0};
+    cp = cp << 6 | (b & 0x3Fu);
+  }
+  return {cp, length};
+}
+
+}  // namespace aft

@@ -1,0 +1,31 @@
+// The kernel table for one xsimd architecture. Include it only from an isa_*.cpp file compiled with
+// that architecture's flags, and instantiate it there once.
+#pragma once
+
+#include "kernels/f32_add.hpp"
+#include "kernels/f32_aft_accumulate.hpp"
+#include "kernels/f32_aft_output.hpp"
+#include "kernels/f32_gelu.hpp"
+#include "kernels/f32_gemv.hpp"
+#include "kernels/f32_layer_norm.hpp"
+#include "kernels/f32_relu.hpp"
+#include "kernels/kernels.h"
+
+namespace aft::kernels::simd {
+
+template <class A>
+constexpr KernelTable make_table(const char* isa) {
+  return KernelTable{
+      isa,
+      &gemv_f32<A>,
+      &layer_norm_f32<A>,
+      &aft_accumulate_f32<A>,
+      &aft_accumulate_biased_f32<A>,
+      &aft_output_f32<A>,
+      &relu_f32<A>,
+      &gelu_f32<A>,
+      &add_f32<A>,
+  };
+}
+
+}  // namespace aft::kernels::simd
