@@ -1,0 +1,382 @@
+"""Tests of the Python side: the PyTorch reference (models/aft_lm.py), the file writer/reader
+(tools/aftfile.py, tools/aft_export.py) and the golden fixtures (tests/fixtures).
+
+    /usr/bin/python3 -m unittest discover -s tests/python
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import struct
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+for directory in (REPO_DIR / "tools", REPO_DIR / "models", REPO_DIR / "tests" / "fixtures"):
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import aft_export  # noqa: E402
+import aftfile  # noqa: E402
+import make_fixtures  # noqa: E402
+from aft_lm import (AftLM, AftStream, causal_weighted_average, default_config,  # noqa: E402
+                    sinusoidal_encoding)
+from aftfile import FormatError  # noqa: E402
+
+torch.set_num_threads(1)
+
+FIXTURES_DIR = REPO_DIR / "tests" / "fixtures"
+
+
+def all_variant_configs() -> dict[str, dict]:
+    """The fixture configs: every mixer, activation, position encoding, head option, tokenizer."""
+    return {name: make_fixtures.fixture_config(name)[0] for name in make_fixtures.FIXTURES}
+
+
+def random_tokens(vocab_size: int, length: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, vocab_size, (length,), generator=torch.Generator().manual_seed(seed))
+
+
+def reference_average(w: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """causal_weighted_average's definition, literally, in float64 (one row at a time)."""
+    w, k, v = w.double(), k.double(), v.double()
+    out = torch.zeros(v.shape, dtype=torch.float64)
+    for t in range(v.shape[1]):
+        scores = k[:, : t + 1] + w[:, t, : t + 1].t()[None, :, :, None]   # [B, t+1, H, Ck]
+        weights = torch.exp(scores)
+        out[:, t] = (weights * v[:, : t + 1]).sum(dim=1) / weights.sum(dim=1)
+    return out
+
+
+class ParallelMatchesNaive(unittest.TestCase):
+    def test_every_variant(self):
+        for seed, (name, config) in enumerate(all_variant_configs().items()):
+            with self.subTest(variant=name):
+                model = aft_export.random_model(config, seed)
+                tokens = random_tokens(config["vocab_size"], 40, seed)
+                with torch.no_grad():
+                    logits = model(tokens)
+                self.assertEqual(logits.dtype, torch.float32)
+                reference = model.forward_naive(tokens.tolist())
+                np.testing.assert_allclose(logits.double().numpy(), reference.numpy(), atol=1e-5, rtol=0)
+
+    def test_batch_rows_are_independent(self):
+        config = all_variant_configs()["conv"]
+        model = aft_export.random_model(config, 3)
+        batch = torch.stack([random_tokens(config["vocab_size"], 24, seed) for seed in range(3)])
+        with torch.no_grad():
+            together = model(batch)
+            for row in range(3):
+                torch.testing.assert_close(together[row], model(batch[row]), atol=1e-6, rtol=1e-6)
+
+    def test_sinusoidal_formula(self):
+        pe = sinusoidal_encoding(50, 10)
+        for p in (0, 1, 7, 49):
+            for i in range(5):
+                f = math.exp(-2 * i * math.log(10000.0) / 10)
+                self.assertEqual(float(pe[p, 2 * i]), float(np.float32(math.sin(p * f))))
+                self.assertEqual(float(pe[p, 2 * i + 1]), float(np.float32(math.cos(p * f))))
+        self.assertEqual(sinusoidal_encoding(3, 5).shape, (3, 5))  # odd width: last channel sin
+
+    def test_absolute_models_refuse_positions_past_max_seq_len(self):
+        config = all_variant_configs()["local"]
+        model = AftLM(config)
+        with self.assertRaisesRegex(ValueError, "longer than"):
+            model(torch.zeros(config["max_seq_len"] + 1, dtype=torch.long))
+        unlimited = AftLM(all_variant_configs()["conv_sinusoidal_gelu"])
+        self.assertEqual(unlimited(torch.zeros(70, dtype=torch.long)).shape, (70, 40))
+
+    def test_training_step_runs(self):
+        config = all_variant_configs()["full_factorized"]
+        model = AftLM(config, dropout=0.1).train()
+        tokens = torch.stack([random_tokens(config["vocab_size"], 33, seed) for seed in range(2)])
+        logits = model(tokens[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+        loss.backward()
+        self.assertTrue(all(torch.isfinite(p.grad).all() for p in model.parameters()))
+        self.assertGreater(float(model.layers[0].mixer.pos_v.grad.abs().sum()), 0)
+
+
+class Stability(unittest.TestCase):
+    def check_average(self, key_scale, bias_scale, heads, key_width, value_width, offset=0.0):
+        generator = torch.Generator().manual_seed(7)
+        T = 40
+        w = (torch.rand(heads, T, T, generator=generator) * 2 - 1) * bias_scale
+        k = (torch.rand(2, T, heads, key_width, generator=generator) * 2 - 1) * key_scale + offset
+        v = torch.randn(2, T, heads, value_width, generator=generator)
+        y = causal_weighted_average(w, k, v)
+        self.assertTrue(torch.isfinite(y).all())
+        np.testing.assert_allclose(y.double().numpy(), reference_average(w, k, v).numpy(),
+                                   atol=2e-5, rtol=0)
+
+    def test_large_keys_and_biases(self):
+        for heads, key_width, value_width in ((1, 16, 16), (4, 1, 8)):
+            for key_scale, bias_scale in ((80, 0.5), (0.5, 80), (80, 80)):
+                with self.subTest(heads=heads, keys=key_scale, biases=bias_scale):
+                    self.check_average(key_scale, bias_scale, heads, key_width, value_width)
+
+    def test_large_common_key_offset(self):
+        # exp(K) alone overflows float32 beyond 88: the shifts must absorb it.
+        for offset in (-300.0, 300.0):
+            with self.subTest(offset=offset):
+                self.check_average(5, 5, 1, 8, 8, offset)
+
+    def test_model_with_extreme_keys_and_biases(self):
+        for name in ("local", "conv", "full_table"):
+            with self.subTest(variant=name):
+                config = all_variant_configs()[name]
+                model = aft_export.random_model(config, 11)
+                generator = torch.Generator().manual_seed(5)
+                with torch.no_grad():
+                    for layer in model.layers:
+                        mixer = layer.mixer
+                        mixer.key.weight.mul_(40.0)   # keys spread over about +-80
+                        mixer.key.bias.copy_((torch.rand(mixer.key.bias.shape, generator=generator) * 2 - 1) * 80)
+                        mixer.pos_bias.copy_((torch.rand(mixer.pos_bias.shape, generator=generator) * 2 - 1) * 80)
+                    tokens = random_tokens(config["vocab_size"], 40, 9)
+                    logits = model(tokens)
+                self.assertTrue(torch.isfinite(logits).all())
+                reference = model.forward_naive(tokens.tolist())
+                np.testing.assert_allclose(logits.double().numpy(), reference.numpy(), atol=1e-4, rtol=0)
+
+
+class FileRoundTrip(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def export(self, name: str, seed: int = 0) -> tuple[Path, dict, dict, dict]:
+        config, tokenizer = make_fixtures.fixture_config(name)
+        state_dict = aft_export.random_model(config, seed).state_dict()
+        path = self.dir / f"{name}.aft"
+        aft_export.write_model(path, config, state_dict, tokenizer, {"test": True})
+        return path, config, state_dict, tokenizer
+
+    def test_round_trip_every_variant(self):
+        for name in make_fixtures.FIXTURES:
+            with self.subTest(variant=name):
+                path, config, state_dict, tokenizer = self.export(name)
+                contents = aftfile.read_file(path)
+                self.assertEqual(contents.config, config)
+                self.assertEqual(contents.tokenizer, tokenizer)
+                self.assertEqual(contents.metadata, {"producer": "aft-export", "test": True})
+                self.assertEqual(set(contents.tensors), set(state_dict))
+                self.assertEqual([e.name for e in contents.entries],
+                                 [n for n, _ in aftfile.expected_tensors(config)])
+                for tensor_name, tensor in state_dict.items():
+                    stored = contents.tensors[tensor_name]
+                    self.assertEqual(stored.dtype, np.dtype("<f4"))
+                    self.assertEqual(stored.tobytes(), tensor.numpy().astype("<f4").tobytes(), tensor_name)
+                for entry in contents.entries:
+                    self.assertEqual(entry.offset % 64, 0)
+                self.assertEqual(contents.file_size, path.stat().st_size)
+                last = max(contents.entries, key=lambda e: e.offset)
+                self.assertEqual(last.offset + last.nbytes, contents.file_size)
+
+    def test_layout_prefix(self):
+        path, *_ = self.export("simple")
+        data = path.read_bytes()
+        self.assertEqual(data[:8], b"AFTMODEL")
+        version, reserved, header_len = struct.unpack_from("<IIQ", data, 8)
+        self.assertEqual((version, reserved), (1, 0))
+        header = json.loads(data[24:24 + header_len].decode("utf-8"))
+        first = min(entry["offset"] for entry in header["tensors"])
+        self.assertEqual(first, (24 + header_len + 63) // 64 * 64)
+        self.assertEqual(data[24 + header_len:first], bytes(first - 24 - header_len))
+
+    def test_reader_rejects_a_flipped_bit(self):
+        path, *_ = self.export("local")
+        data = bytearray(path.read_bytes())
+        contents = aftfile.read_file(path)
+        entry = contents.entries[3]
+        for position, message in ((entry.offset + 5, f'tensor "{entry.name}": checksum mismatch'),
+                                  (2, "bad magic"), (8, "format version"), (12, "reserved")):
+            with self.subTest(byte=position):
+                corrupt = bytearray(data)
+                corrupt[position] ^= 0x10
+                with self.assertRaisesRegex(FormatError, message):
+                    aftfile.decode_file(bytes(corrupt))
+        truncated = bytes(data[:-1])
+        with self.assertRaisesRegex(FormatError, "past the end of the file"):
+            aftfile.decode_file(truncated)
+
+    def rewrite_header(self, path: Path, edit) -> bytes:
+        """The file with its header edited; tensor data moves by a multiple of 64 if needed."""
+        data = path.read_bytes()
+        old_len = struct.unpack_from("<Q", data, 16)[0]
+        header = json.loads(data[24:24 + old_len])
+        old_start = (24 + old_len + 63) // 64 * 64
+        edit(header)
+        for _ in range(2):  # the shift can change the header's length once more
+            text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+            delta = (24 + len(text) + 63) // 64 * 64 - old_start
+            if delta == 0:
+                break
+            for entry in header["tensors"]:
+                entry["offset"] += delta
+            old_start += delta
+        new_start = 24 + len(text)
+        padding = bytes(-new_start % 64)
+        return data[:16] + struct.pack("<Q", len(text)) + text + padding + data[(24 + old_len + 63) // 64 * 64:]
+
+    def test_reader_rejects_bad_headers(self):
+        path, *_ = self.export("conv")
+
+        def set_dtype(header):
+            header["tensors"][1]["dtype"] = "bf16"
+
+        def misalign(header):
+            header["tensors"][1]["offset"] += 4
+
+        def overlap(header):
+            header["tensors"][2]["offset"] = header["tensors"][1]["offset"]
+
+        def drop_tensor(header):
+            del header["tensors"][-1]
+
+        def drop_config_key(header):
+            del header["config"]["window"]
+
+        def bad_window(header):
+            header["config"]["window"] = 0
+
+        def unknown_keys_ignored(header):
+            header["future"] = 1
+            header["config"]["future"] = 2
+
+        cases = ((set_dtype, 'unsupported dtype \'bf16\''), (misalign, "not a multiple of 64"),
+                 (overlap, "overlap"), (drop_tensor, "missing tensor"),
+                 (drop_config_key, "missing key.*window"), (bad_window, "config.window"))
+        for edit, message in cases:
+            with self.subTest(edit=edit.__name__):
+                with self.assertRaisesRegex(FormatError, message):
+                    aftfile.decode_file(self.rewrite_header(path, edit))
+        aftfile.decode_file(self.rewrite_header(path, unknown_keys_ignored))
+
+    def test_writer_errors_name_the_problem(self):
+        config, tokenizer = make_fixtures.fixture_config("local")
+        state_dict = aft_export.random_model(config, 0).state_dict()
+        out = self.dir / "x.aft"
+
+        wrong = dict(state_dict)
+        wrong["layers.1.mixer.pos_bias"] = torch.zeros(32, 32)
+        with self.assertRaisesRegex(FormatError, r'"layers.1.mixer.pos_bias": expected shape \[64, 64\], found \[32, 32\]'):
+            aft_export.write_model(out, config, wrong, tokenizer)
+        missing = {k: v for k, v in state_dict.items() if k != "norm.bias"}
+        with self.assertRaisesRegex(FormatError, 'missing tensor "norm.bias"'):
+            aft_export.write_model(out, config, missing, tokenizer)
+        extra = dict(state_dict, **{"layers.0.mixer.pos_u": torch.zeros(64, 4)})
+        with self.assertRaisesRegex(FormatError, "unexpected tensor.*layers.0.mixer.pos_u"):
+            aft_export.write_model(out, config, extra, tokenizer)
+        with self.assertRaisesRegex(FormatError, "missing key.*d_ff"):
+            aft_export.write_model(out, {k: v for k, v in config.items() if k != "d_ff"}, state_dict, tokenizer)
+        with self.assertRaisesRegex(FormatError, "tokenizer: 40 tokens, but config.vocab_size is 256"):
+            aft_export.write_model(out, config, state_dict, make_fixtures.fixture_config("local_window1")[1])
+        with self.assertRaisesRegex(FormatError, "duplicate"):
+            aft_export.write_model(out, dict(config, vocab_size=2), {}, {"type": "char", "vocab": ["a", "a"]})
+        nan = dict(state_dict, **{"norm.weight": torch.full((32,), float("nan"))})
+        with self.assertRaisesRegex(FormatError, '"norm.weight" contains NaN'):
+            aft_export.write_model(out, config, nan, tokenizer)
+        self.assertFalse(out.exists())
+
+    def test_cli_checkpoint_and_random(self):
+        config, tokenizer = make_fixtures.fixture_config("full_factorized")
+        model = aft_export.random_model(config, 4)
+        checkpoint = self.dir / "ckpt.pt"
+        torch.save({"config": config, "model": model.state_dict(), "tokenizer": tokenizer,
+                    "metadata": {"val_bits_per_char": 1.5}}, checkpoint)
+        out = self.dir / "from_ckpt.aft"
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(aft_export.main(["--checkpoint", str(checkpoint), "--out", str(out)]), 0)
+        self.assertIn("parameters", err.getvalue())
+        contents = aftfile.read_file(out)
+        self.assertEqual(contents.metadata["val_bits_per_char"], 1.5)
+        for name, tensor in model.state_dict().items():
+            self.assertTrue(np.array_equal(contents.tensors[name], tensor.numpy()), name)
+
+        config_file = self.dir / "cfg.json"
+        config_file.write_text(json.dumps(config))
+        out = self.dir / "random.aft"
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(aft_export.main(["--random", "--config", str(config_file), "--seed", "3",
+                                              "--set", "window=0", "--out", str(out)]), 0)
+        self.assertEqual(aftfile.read_file(out).config["mixer"], "full")
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(aft_export.main(["--random", "--config", str(config_file),
+                                              "--set", "window=3", "--out", str(out)]), 1)
+        self.assertIn("config.window: expected 0", err.getvalue())
+
+
+class FixturesUpToDate(unittest.TestCase):
+    def test_regenerated_fixtures_are_identical(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = make_fixtures.generate(Path(tmp))
+            stored = sorted(p.name for p in FIXTURES_DIR.iterdir()
+                            if p.is_file() and p.name != "make_fixtures.py")
+            self.assertEqual(stored, files, "run tests/fixtures/make_fixtures.py")
+            for name in files:
+                with self.subTest(file=name):
+                    fresh, kept = (Path(tmp) / name).read_bytes(), (FIXTURES_DIR / name).read_bytes()
+                    if name.endswith(".logits.f32") and fresh != kept and len(fresh) == len(kept):
+                        # Weights and tokens come from seeded generators and are compared bit for
+                        # bit; logits go through the BLAS, whose last bits may differ on another
+                        # CPU: allow float32 rounding there.
+                        fresh, kept = np.frombuffer(fresh, "<f4"), np.frombuffer(kept, "<f4")
+                        np.testing.assert_allclose(fresh, kept, rtol=0, atol=1e-6 * np.abs(kept).max())
+                        continue
+                    self.assertEqual(fresh, kept, f"{name} is stale: run tests/fixtures/make_fixtures.py")
+
+    def test_fixtures_are_small_and_consistent(self):
+        total = 0
+        for name in make_fixtures.FIXTURES:
+            expected = json.loads((FIXTURES_DIR / f"{name}.expected.json").read_text())
+            contents = aftfile.read_file(FIXTURES_DIR / expected["model"])
+            T, V = expected["logits_shape"]
+            self.assertEqual(len(expected["tokens"]), T)
+            self.assertEqual(V, contents.config["vocab_size"])
+            self.assertGreater(T, contents.config["window"])
+            logits = np.fromfile(FIXTURES_DIR / expected["logits_file"], dtype="<f4")
+            self.assertEqual(logits.size, T * V)
+            total += sum((FIXTURES_DIR / f).stat().st_size
+                         for f in (expected["model"], expected["logits_file"]))
+        self.assertLess(total, 2_000_000)
+
+
+class StreamingMatchesParallel(unittest.TestCase):
+    """AftStream (one token at a time, running state) against the parallel forward."""
+
+    def check(self, name: str, length: int, seed: int):
+        config = make_fixtures.fixture_config(name)[0]
+        model = aft_export.random_model(config, seed)
+        tokens = random_tokens(config["vocab_size"], length, seed)
+        with torch.inference_mode():
+            want = model(tokens)
+            stream = AftStream(model)
+            got = torch.stack([stream.step(int(t)) for t in tokens])
+        scale = float(want.abs().max())
+        self.assertLess(float((got - want).abs().max()), 1e-5 * scale, name)
+
+    def test_every_variant(self):
+        for seed, name in enumerate(make_fixtures.FIXTURES):
+            with self.subTest(variant=name):
+                self.check(name, 40, seed)
+
+    def test_past_the_sinusoidal_table(self):   # no position limit: the encoding is computed
+        for name in ("simple_sinusoidal_gelu", "conv_sinusoidal_gelu"):
+            with self.subTest(variant=name):
+                self.check(name, 100, 7)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,398 @@
+"""Reader and writer of the aft model file (docs/format.md, version 1).
+
+Pure Python + numpy (no torch), so that the container can be written, read and
+checked anywhere. Two layers:
+
+* the container: magic, version, JSON header, 64-byte aligned tensors, CRC-32;
+* the schema: the config keys, the tokenizer, and the exact list of tensors a
+  config implies (names and shapes), as tabled in docs/format.md.
+
+    write_file(path, config, tokenizer, tensors, metadata)   # tensors: [(name, array)]
+    model = read_file(path)                                   # validates everything
+    model.config, model.tokenizer, model.metadata, model.tensors["embed.weight"]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"AFTMODEL"
+VERSION = 1
+PREFIX_BYTES = 24  # magic (8) + version (4) + reserved (4) + header length (8)
+ALIGNMENT = 64
+DTYPE_SIZES = {"f32": 4}
+RESERVED_DTYPES = ("bf16", "q8_0")
+
+
+class FormatError(ValueError):
+    """A model file, config, tokenizer or tensor set that does not follow docs/format.md."""
+
+
+# --------------------------------------------------------------------------------------------
+# Schema: config, tokenizer, tensors
+# --------------------------------------------------------------------------------------------
+
+# Every config key of docs/format.md, in the table's order. Writers write all of them; keys that
+# do not apply to a mixer carry the neutral value (window 0, n_heads 1, full_bias "table",
+# bias_rank 0).
+CONFIG_KEYS = (
+    "vocab_size", "d_model", "n_layers", "d_ff", "activation", "mixer", "window", "n_heads",
+    "full_bias", "bias_rank", "max_seq_len", "pos_encoding", "embed_scale", "tied_embeddings",
+    "head_bias", "norm_eps",
+)
+MIXERS = ("simple", "local", "conv", "full")
+ACTIVATIONS = ("relu", "gelu")
+POS_ENCODINGS = ("none", "sinusoidal", "learned")
+FULL_BIASES = ("table", "factorized")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def validate_config(config, strict_keys: bool = False) -> dict:
+    """Checks a config dict against docs/format.md; returns a normalised copy (floats as float).
+
+    Raises FormatError naming the key, what was expected and what was found. With strict_keys
+    (writers), every key of the table must be present and no other; without (readers), unknown
+    keys are ignored and a key the mixer does not use (window, n_heads, full_bias, bias_rank)
+    may be absent.
+    """
+    if not isinstance(config, dict):
+        raise FormatError(f"config: expected a JSON object, found {type(config).__name__}")
+    if not strict_keys:
+        # Readers: a key the mixer does not use may be absent; it takes its neutral value.
+        mixer = config.get("mixer")
+        neutral = {"window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0}
+        used = {"window": mixer in ("local", "conv"), "n_heads": mixer == "conv",
+                "full_bias": mixer == "full",
+                "bias_rank": mixer == "full" and config.get("full_bias") == "factorized"}
+        config = {**{key: value for key, value in neutral.items() if not used[key]}, **config}
+    missing = [key for key in CONFIG_KEYS if key not in config]
+    if missing:
+        raise FormatError(f"config: missing key(s): {', '.join(missing)}")
+    if strict_keys:
+        unknown = sorted(key for key in config if key not in CONFIG_KEYS)
+        if unknown:
+            raise FormatError(f"config: unknown key(s): {', '.join(unknown)} "
+                              f"(expected only: {', '.join(CONFIG_KEYS)})")
+
+    def fail(key, expected):
+        raise FormatError(f"config.{key}: expected {expected}, found {config[key]!r}")
+
+    for key in ("vocab_size", "d_model", "n_layers", "d_ff", "max_seq_len"):
+        if not _is_int(config[key]) or config[key] <= 0:
+            fail(key, "an integer > 0")
+    for key in ("window", "n_heads", "bias_rank"):
+        if not _is_int(config[key]):
+            fail(key, "an integer")
+    for key, allowed in (("activation", ACTIVATIONS), ("mixer", MIXERS),
+                         ("pos_encoding", POS_ENCODINGS), ("full_bias", FULL_BIASES)):
+        if config[key] not in allowed:
+            fail(key, "one of " + ", ".join(f'"{value}"' for value in allowed))
+    for key in ("tied_embeddings", "head_bias"):
+        if not isinstance(config[key], bool):
+            fail(key, "true or false")
+    if not _is_number(config["embed_scale"]):
+        fail("embed_scale", "a finite number")
+    if not _is_number(config["norm_eps"]) or config["norm_eps"] <= 0:
+        fail("norm_eps", "a number > 0")
+
+    mixer = config["mixer"]
+    if mixer in ("local", "conv"):
+        if config["window"] < 1:
+            fail("window", f"an integer >= 1 for mixer \"{mixer}\"")
+    elif config["window"] != 0:
+        fail("window", f"0 for mixer \"{mixer}\"")
+    if mixer == "conv":
+        if config["n_heads"] < 1 or config["d_model"] % config["n_heads"] != 0:
+            fail("n_heads", f"an integer >= 1 dividing d_model ({config['d_model']})")
+    elif config["n_heads"] != 1:
+        fail("n_heads", f"1 for mixer \"{mixer}\"")
+    if mixer == "full" and config["full_bias"] == "factorized":
+        if config["bias_rank"] < 1:
+            fail("bias_rank", "an integer >= 1 for a factorized full bias")
+    elif config["bias_rank"] != 0:
+        fail("bias_rank", "0 unless mixer is \"full\" with full_bias \"factorized\"")
+
+    normalised = {key: config[key] for key in CONFIG_KEYS}
+    normalised["embed_scale"] = float(config["embed_scale"])
+    normalised["norm_eps"] = float(config["norm_eps"])
+    return normalised
+
+
+def tokenizer_size(tokenizer) -> int:
+    """Checks a tokenizer object (docs/format.md, "tokenizer") and returns its vocabulary size."""
+    if not isinstance(tokenizer, dict) or "type" not in tokenizer:
+        raise FormatError(f"tokenizer: expected an object with a \"type\", found {tokenizer!r}")
+    kind = tokenizer["type"]
+    if kind == "byte":
+        return 256
+    if kind == "char":
+        vocab = tokenizer.get("vocab")
+        if not isinstance(vocab, list) or not vocab:
+            raise FormatError("tokenizer.vocab: expected a non-empty list of strings")
+        seen = {}
+        for index, piece in enumerate(vocab):
+            if not isinstance(piece, str) or len(piece) != 1:
+                raise FormatError(f"tokenizer.vocab[{index}]: expected exactly one Unicode code "
+                                  f"point, found {piece!r}")
+            if 0xD800 <= ord(piece) <= 0xDFFF:
+                raise FormatError(f"tokenizer.vocab[{index}]: a lone surrogate is not a "
+                                  f"character: {piece!r}")
+            if piece in seen:
+                raise FormatError(f"tokenizer.vocab[{index}]: duplicate of "
+                                  f"tokenizer.vocab[{seen[piece]}] ({piece!r})")
+            seen[piece] = index
+        return len(vocab)
+    raise FormatError(f"tokenizer.type: expected \"byte\" or \"char\", found {kind!r}")
+
+
+def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
+    """Every tensor a (validated) config implies, with its shape, in file order."""
+    d, d_ff, vocab = config["d_model"], config["d_ff"], config["vocab_size"]
+    t_max, mixer = config["max_seq_len"], config["mixer"]
+    key_width = config["n_heads"] if mixer == "conv" else d
+    specs = [("embed.weight", (vocab, d))]
+    if config["pos_encoding"] == "learned":
+        specs.append(("pos_embed.weight", (t_max, d)))
+    for i in range(config["n_layers"]):
+        p = f"layers.{i}."
+        specs += [(p + "norm1.weight", (d,)), (p + "norm1.bias", (d,))]
+        specs += [(p + "mixer.query.weight", (d, d)), (p + "mixer.query.bias", (d,)),
+                  (p + "mixer.key.weight", (key_width, d)), (p + "mixer.key.bias", (key_width,)),
+                  (p + "mixer.value.weight", (d, d)), (p + "mixer.value.bias", (d,)),
+                  (p + "mixer.output.weight", (d, d)), (p + "mixer.output.bias", (d,))]
+        if mixer == "local" or (mixer == "full" and config["full_bias"] == "table"):
+            specs.append((p + "mixer.pos_bias", (t_max, t_max)))
+        elif mixer == "conv":
+            specs.append((p + "mixer.pos_bias", (config["n_heads"], config["window"])))
+        elif mixer == "full":
+            specs += [(p + "mixer.pos_u", (t_max, config["bias_rank"])),
+                      (p + "mixer.pos_v", (t_max, config["bias_rank"]))]
+        specs += [(p + "norm2.weight", (d,)), (p + "norm2.bias", (d,))]
+        specs += [(p + "ffn.up.weight", (d_ff, d)), (p + "ffn.up.bias", (d_ff,)),
+                  (p + "ffn.down.weight", (d, d_ff)), (p + "ffn.down.bias", (d,))]
+    specs += [("norm.weight", (d,)), ("norm.bias", (d,))]
+    if not config["tied_embeddings"]:
+        specs.append(("head.weight", (vocab, d)))
+    if config["head_bias"]:
+        specs.append(("head.bias", (vocab,)))
+    return specs
+
+
+def check_tensor_set(config: dict, shapes: dict, where: str = "tensors") -> None:
+    """Checks that `shapes` (name -> shape) is exactly the set of tensors the config implies."""
+    expected = expected_tensors(config)
+    expected_names = {name for name, _ in expected}
+    for name, shape in expected:
+        if name not in shapes:
+            raise FormatError(f"{where}: missing tensor \"{name}\" (expected shape {list(shape)})")
+        if tuple(shapes[name]) != tuple(shape):
+            raise FormatError(f"{where}: tensor \"{name}\": expected shape {list(shape)}, "
+                              f"found {list(shapes[name])}")
+    unexpected = sorted(name for name in shapes if name not in expected_names)
+    if unexpected:
+        raise FormatError(f"{where}: unexpected tensor(s) for this config: {', '.join(unexpected)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Container
+# --------------------------------------------------------------------------------------------
+
+def _align(offset: int) -> int:
+    return (offset + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+def _crc32(data) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = None) -> bytes:
+    """The bytes of a model file. `tensors`: (name, array) pairs, written in that order as f32.
+
+    Validates the config (strictly: no unknown keys), the tokenizer and the tensor set first.
+    """
+    config = validate_config(config, strict_keys=True)
+    vocab = tokenizer_size(tokenizer)
+    if vocab != config["vocab_size"]:
+        raise FormatError(f"tokenizer: {vocab} tokens, but config.vocab_size is "
+                          f"{config['vocab_size']}")
+    arrays = []
+    for name, array in tensors:
+        array = np.asarray(array)
+        if array.dtype.kind != "f":
+            raise FormatError(f"tensor \"{name}\": expected floating point data, found {array.dtype}")
+        arrays.append((name, np.ascontiguousarray(array, dtype="<f4")))
+    names = [name for name, _ in arrays]
+    if len(set(names)) != len(names):
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        raise FormatError(f"tensors: duplicate name(s): {', '.join(duplicates)}")
+    check_tensor_set(config, {name: array.shape for name, array in arrays})
+
+    entries = [{"name": name, "dtype": "f32", "shape": list(array.shape), "offset": 0,
+                "nbytes": int(array.nbytes), "crc32": _crc32(array.tobytes())}
+               for name, array in arrays]
+    header = {"config": config, "tokenizer": tokenizer, "tensors": entries,
+              "metadata": dict(metadata or {})}
+    # Offsets depend on the header's length, which depends on the offsets: iterate to a fixed point
+    # (lengths only grow, so this ends after a few rounds).
+    data_start = -1
+    while True:
+        header_bytes = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        start = _align(PREFIX_BYTES + len(header_bytes))
+        if start == data_start:
+            break
+        data_start = offset = start
+        for entry in entries:
+            entry["offset"] = offset
+            offset = _align(offset + entry["nbytes"])
+
+    out = bytearray()
+    out += MAGIC + struct.pack("<IIQ", VERSION, 0, len(header_bytes)) + header_bytes
+    for entry, (_, array) in zip(entries, arrays):
+        out += bytes(entry["offset"] - len(out))
+        out += array.tobytes()
+    return bytes(out)
+
+
+def write_file(path, config: dict, tokenizer: dict, tensors, metadata: dict | None = None) -> int:
+    """Writes a model file (see encode_file); returns its size in bytes."""
+    data = encode_file(config, tokenizer, tensors, metadata)
+    Path(path).write_bytes(data)
+    return len(data)
+
+
+@dataclass
+class TensorEntry:
+    name: str
+    dtype: str
+    shape: tuple
+    offset: int
+    nbytes: int
+    crc32: int
+
+
+@dataclass
+class ModelFileContents:
+    config: dict
+    tokenizer: dict
+    metadata: dict
+    header: dict
+    entries: list = field(default_factory=list)  # TensorEntry, in header order
+    tensors: dict = field(default_factory=dict)  # name -> read-only float32 numpy array
+    file_size: int = 0
+
+
+def decode_file(data: bytes, where: str = "model file", verify_checksums: bool = True,
+                check_schema: bool = True) -> ModelFileContents:
+    """Parses and validates the bytes of a model file. Raises FormatError saying what is wrong."""
+    size = len(data)
+    if size < PREFIX_BYTES:
+        raise FormatError(f"{where}: {size} bytes, shorter than the {PREFIX_BYTES}-byte prefix")
+    if data[:8] != MAGIC:
+        raise FormatError(f"{where}: bad magic: expected {MAGIC!r}, found {bytes(data[:8])!r}")
+    version, reserved, header_len = struct.unpack_from("<IIQ", data, 8)
+    if version != VERSION:
+        raise FormatError(f"{where}: format version: expected {VERSION}, found {version}")
+    if reserved != 0:
+        raise FormatError(f"{where}: reserved field: expected 0, found {reserved}")
+    if header_len > size - PREFIX_BYTES:
+        raise FormatError(f"{where}: header length {header_len} runs past the end of the file "
+                          f"({size} bytes)")
+    try:
+        header = json.loads(bytes(data[PREFIX_BYTES:PREFIX_BYTES + header_len]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise FormatError(f"{where}: header is not UTF-8 JSON: {error}") from None
+    if not isinstance(header, dict):
+        raise FormatError(f"{where}: header: expected a JSON object")
+    for key, kind in (("config", dict), ("tokenizer", dict), ("tensors", list)):
+        if not isinstance(header.get(key), kind):
+            raise FormatError(f"{where}: header.{key}: missing or not a JSON {kind.__name__}")
+    metadata = header.get("metadata", {})
+
+    entries = []
+    for index, raw in enumerate(header["tensors"]):
+        label = f"{where}: header.tensors[{index}]"
+        if not isinstance(raw, dict):
+            raise FormatError(f"{label}: expected an object")
+        name = raw.get("name")
+        if not isinstance(name, str):
+            raise FormatError(f"{label}.name: expected a string, found {name!r}")
+        label = f"{where}: tensor \"{name}\""
+        dtype = raw.get("dtype")
+        if dtype not in DTYPE_SIZES:
+            raise FormatError(f"{label}: unsupported dtype {dtype!r} (this reader supports: "
+                              f"{', '.join(DTYPE_SIZES)})")
+        shape = raw.get("shape")
+        if not isinstance(shape, list) or not all(_is_int(dim) and dim >= 0 for dim in shape):
+            raise FormatError(f"{label}: shape: expected a list of integers >= 0, found {shape!r}")
+        for key in ("offset", "nbytes", "crc32"):
+            if not _is_int(raw.get(key)) or raw[key] < 0:
+                raise FormatError(f"{label}: {key}: expected an integer >= 0, found {raw.get(key)!r}")
+        entry = TensorEntry(name, dtype, tuple(shape), raw["offset"], raw["nbytes"], raw["crc32"])
+        expected_nbytes = math.prod(shape) * DTYPE_SIZES[dtype]
+        if entry.nbytes != expected_nbytes:
+            raise FormatError(f"{label}: nbytes: expected {expected_nbytes} for shape {shape}, "
+                              f"found {entry.nbytes}")
+        if entry.offset % ALIGNMENT != 0:
+            raise FormatError(f"{label}: offset {entry.offset} is not a multiple of {ALIGNMENT}")
+        if entry.offset < PREFIX_BYTES + header_len:
+            raise FormatError(f"{label}: offset {entry.offset} lies inside the header "
+                              f"(which ends at {PREFIX_BYTES + header_len})")
+        if entry.offset + entry.nbytes > size:
+            raise FormatError(f"{label}: bytes [{entry.offset}, {entry.offset + entry.nbytes}) run "
+                              f"past the end of the file ({size} bytes)")
+        entries.append(entry)
+
+    seen = set()
+    for entry in entries:
+        if entry.name in seen:
+            raise FormatError(f"{where}: tensor \"{entry.name}\" is listed twice")
+        seen.add(entry.name)
+    by_offset = sorted(entries, key=lambda e: e.offset)
+    for before, after in zip(by_offset, by_offset[1:]):
+        if before.offset + before.nbytes > after.offset:
+            raise FormatError(f"{where}: tensors \"{before.name}\" and \"{after.name}\" overlap")
+
+    tensors = {}
+    view = memoryview(data)
+    for entry in entries:
+        chunk = view[entry.offset:entry.offset + entry.nbytes]
+        if verify_checksums and _crc32(chunk) != entry.crc32:
+            raise FormatError(f"{where}: tensor \"{entry.name}\": checksum mismatch (header crc32 "
+                              f"{entry.crc32}, data crc32 {_crc32(chunk)})")
+        array = np.frombuffer(chunk, dtype="<f4").reshape(entry.shape)
+        tensors[entry.name] = array
+
+    config, tokenizer = header["config"], header["tokenizer"]
+    if check_schema:
+        try:
+            config = validate_config(config)
+            vocab = tokenizer_size(tokenizer)
+        except FormatError as error:
+            raise FormatError(f"{where}: {error}") from None
+        if vocab != config["vocab_size"]:
+            raise FormatError(f"{where}: tokenizer has {vocab} tokens, but config.vocab_size is "
+                              f"{config['vocab_size']}")
+        check_tensor_set(config, {e.name: e.shape for e in entries}, where=where)
+    return ModelFileContents(config=config, tokenizer=tokenizer, metadata=metadata, header=header,
+                             entries=entries, tensors=tensors, file_size=size)
+
+
+def read_file(path, verify_checksums: bool = True, check_schema: bool = True) -> ModelFileContents:
+    """Reads and validates a model file (see decode_file)."""
+    return decode_file(Path(path).read_bytes(), where=str(path),
+                       verify_checksums=verify_checksums, check_schema=check_schema)
