@@ -1,20 +1,12 @@
 #include "model.h"
 
-#include <sstream>
 #include <unordered_map>
 
+#include "describe.h"
 #include "error.h"
 
 namespace aft {
 namespace {
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
-}
 
 // The file must hold exactly the tensors the config implies, with their shapes.
 void check_tensors(const ModelFile& file, const ModelConfig& config) {

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "crc32.h"
+#include "describe.h"
 #include "error.h"
-#include "json_describe.h"
 
 namespace aft {
 namespace {
@@ -51,15 +51,6 @@ std::string hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
   return buf;
-}
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
 }
 
 std::string range_string(uint64_t begin, uint64_t end) {

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "error.h"
-#include "json_describe.h"
+#include "describe.h"
 #include "utf8.h"
 
 namespace aft {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "engine/error.h"
-#include "engine/json_describe.h"
+#include "engine/describe.h"
 
 namespace aft {
 namespace {

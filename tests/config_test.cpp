@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "model_file_writer.h"
 #include "models/aft_config.h"
 
 namespace {
@@ -20,25 +21,12 @@ using Shape = std::vector<int64_t>;
 
 const char* const kWhere = "model.aft";
 
-// Small and valid for `mixer`; d 16, 2 layers, T 64.
+// Small and valid for `mixer`; d 16, 2 layers, T 64, ReLU, no position encoding.
 json config_for(const std::string& mixer) {
-  const bool windowed = mixer == "local" || mixer == "conv";
-  return json{{"vocab_size", 256},
-              {"d_model", 16},
-              {"n_layers", 2},
-              {"d_ff", 32},
-              {"activation", "relu"},
-              {"mixer", mixer},
-              {"window", windowed ? 4 : 0},
-              {"n_heads", mixer == "conv" ? 2 : 1},
-              {"full_bias", "table"},
-              {"bias_rank", 0},
-              {"max_seq_len", 64},
-              {"pos_encoding", "none"},
-              {"embed_scale", 4.0},
-              {"tied_embeddings", false},
-              {"head_bias", true},
-              {"norm_eps", 1e-5}};
+  json c = aft::testing::tiny_config(mixer);
+  c["activation"] = "relu";
+  c["pos_encoding"] = "none";
+  return c;
 }
 
 json factorized() {

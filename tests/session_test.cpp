@@ -179,6 +179,24 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
   }
 }
 
+// Wide enough that oneDNN and the kernels split the work between threads: still bit-identical.
+TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
+  nlohmann::json config = tiny_config("conv");
+  config["d_model"] = 256;
+  config["d_ff"] = 1024;
+  config["n_heads"] = 8;
+  config["n_layers"] = 1;
+  ModelHandle model = write_and_load(config);
+  for (std::size_t n : {1, 5, 64, 300}) {
+    const std::vector<int32_t> tokens = token_sequence(n, 256);
+    SessionHandle one = new_session(model.get(), 1);
+    SessionHandle two = new_session(model.get(), 2);
+    EXPECT_EQ(eval(one.get(), model.get(), tokens, AFT_LOGITS_ALL),
+              eval(two.get(), model.get(), tokens, AFT_LOGITS_ALL))
+        << n << " tokens";
+  }
+}
+
 TEST_F(SessionTest, BadCallsAreRejected) {
   ModelHandle model = write_and_load(tiny_config("simple"));
   SessionHandle session = new_session(model.get());

@@ -244,6 +244,7 @@ int run(const Options& options) {
     decode_ms += ms_since(step_start);
   }
   std::printf("\n");
+  std::fflush(stdout);  // the text ends before the summary starts on a shared terminal
 
   const long long decoded = generated > 0 ? generated - 1 : 0;
   std::fprintf(stderr,

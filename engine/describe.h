@@ -1,8 +1,9 @@
-// Short renderings of JSON values and strings for error messages ("found string \"12\"").
+// Short renderings of values for error messages ("found string \"12\"", "shape [3, 4]").
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,16 @@ inline std::string describe(const nlohmann::json& value) {
     default:
       return value.dump();  // numbers
   }
+}
+
+// "[3, 4]".
+inline std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
 }
 
 }  // namespace aft
