@@ -8,9 +8,16 @@
 
 namespace aft {
 
+// Work below this many units (about one multiply-add each) per thread costs less than waking a
+// thread: small ops run on fewer threads.
+constexpr std::size_t kMinWorkPerThread = 1 << 15;
+
+// cost_per_item: work units of one item, used to choose how many threads are worth waking.
 template <class Body>
-void parallel_ranges(std::size_t n, std::size_t align, int n_threads, const Body& body) {
-  const std::size_t threads = static_cast<std::size_t>(std::max(n_threads, 1));
+void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
+                     const Body& body) {
+  const std::size_t worth = std::max<std::size_t>(1, n * cost_per_item / kMinWorkPerThread);
+  const std::size_t threads = std::min(static_cast<std::size_t>(std::max(n_threads, 1)), worth);
   std::size_t per = (n + threads - 1) / threads;
   per = std::max<std::size_t>(align, (per + align - 1) / align * align);
   const std::size_t parts = (n + per - 1) / per;

@@ -26,7 +26,11 @@ class AftMixerOp final : public Op {
            const Tensor& out) const override {
     MixerState& state = ctx.state.layers[layer_];
     reserve_rows(state, ctx.position + static_cast<int64_t>(out.rows), out.width);
-    parallel_ranges(out.width, kChannelAlign, ctx.n_threads,
+    // Per channel and token: one accumulator step (about 10 units) per windowed position.
+    const std::size_t cost =
+        out.rows * 10 *
+        (1 + static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + out.rows)));
+    parallel_ranges(out.width, kChannelAlign, ctx.n_threads, cost,
                     [&](std::size_t begin, std::size_t end) {
                       run_channels(ctx, inputs, out, state, begin, end);
                     });

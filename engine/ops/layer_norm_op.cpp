@@ -14,11 +14,12 @@ class LayerNormOp final : public Op {
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
-    parallel_ranges(out.rows, 1, ctx.n_threads, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) {
-        ctx.kernels.layer_norm_f32(out.width, in.row(r), gamma_, beta_, eps_, out.row(r));
-      }
-    });
+    parallel_ranges(
+        out.rows, 1, ctx.n_threads, 4 * out.width, [&](std::size_t begin, std::size_t end) {
+          for (std::size_t r = begin; r < end; ++r) {
+            ctx.kernels.layer_norm_f32(out.width, in.row(r), gamma_, beta_, eps_, out.row(r));
+          }
+        });
   }
 
  private:

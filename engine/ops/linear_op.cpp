@@ -28,12 +28,15 @@ class LinearOp final : public Op {
       return;
     }
     // One token: a matrix-vector product, bound by reading the weights once.
-    parallel_ranges(out_width_, kRowAlign, ctx.n_threads, [&](std::size_t begin, std::size_t end) {
-      ctx.kernels.gemv_f32(end - begin, in_width_, w_ + begin * in_width_, in.data,
-                           bias_ ? bias_ + begin : nullptr, out.data + begin);
-      if (post_ == kernels::PostOp::Relu) ctx.kernels.relu_f32(end - begin, out.data + begin);
-      if (post_ == kernels::PostOp::Gelu) ctx.kernels.gelu_f32(end - begin, out.data + begin);
-    });
+    parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_,
+                    [&](std::size_t begin, std::size_t end) {
+                      ctx.kernels.gemv_f32(end - begin, in_width_, w_ + begin * in_width_, in.data,
+                                           bias_ ? bias_ + begin : nullptr, out.data + begin);
+                      if (post_ == kernels::PostOp::Relu)
+                        ctx.kernels.relu_f32(end - begin, out.data + begin);
+                      if (post_ == kernels::PostOp::Gelu)
+                        ctx.kernels.gelu_f32(end - begin, out.data + begin);
+                    });
   }
 
  private:
