@@ -39,7 +39,25 @@ struct KernelTable {
 
   // y += x.
   void (*add_f32)(std::size_t n, const float* x, float* y);
+
+  // ---- machine probes (aft-bench) ----
+
+  // sum of x[0, n), in any order: the streaming-read probe (bandwidth limit of decode).
+  float (*sum_f32)(std::size_t n, const float* x);
+
+  // The register-resident FMA probe (compute limit of prefill): runs independent chains, enough to
+  // keep every FMA unit busy (their number is fixed per table, at most kFmaProbeMaxChains); chain c
+  // starts at 1 + (c + 1) / 1024 and repeats x = fma(x, kFmaProbeMultiplier, kFmaProbeAddend)
+  // `iterations` times. Writes chain c's final value to sink[c] (sink holds kFmaProbeMaxChains
+  // floats) and returns the floating-point operations done, 2 x chains x iterations. The
+  // multiply-add is fused on every ISA with FMA instructions (all but sse2, which multiplies, then
+  // adds).
+  std::size_t (*fma_probe_f32)(std::size_t iterations, float* sink);
 };
+
+constexpr float kFmaProbeMultiplier = 0.999f;  // chains converge to b / (1 - a) = 1: never denormal
+constexpr float kFmaProbeAddend = 0.001f;
+constexpr std::size_t kFmaProbeMaxChains = 256;
 
 // The reference implementation: plain loops, no intrinsics.
 const KernelTable& scalar_kernels();

@@ -85,6 +85,24 @@ void add_f32(std::size_t n, const float* x, float* y) {
   for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+float sum_f32(std::size_t n, const float* x) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += x[i];
+  return static_cast<float>(sum);
+}
+
+// Sixteen chains: the definition in kernels.h, one std::fma (correctly rounded) per step.
+std::size_t fma_probe_f32(std::size_t iterations, float* sink) {
+  constexpr std::size_t kChains = 16;
+  float x[kChains];
+  for (std::size_t c = 0; c < kChains; ++c) x[c] = 1.0f + static_cast<float>(c + 1) / 1024.0f;
+  for (std::size_t i = 0; i < iterations; ++i) {
+    for (float& v : x) v = std::fma(v, kFmaProbeMultiplier, kFmaProbeAddend);
+  }
+  for (std::size_t c = 0; c < kChains; ++c) sink[c] = x[c];
+  return 2 * kChains * iterations;
+}
+
 constexpr KernelTable kScalar{
     "scalar",
     gemv_f32,
@@ -95,6 +113,8 @@ constexpr KernelTable kScalar{
     relu_f32,
     gelu_f32,
     add_f32,
+    sum_f32,
+    fma_probe_f32,
 };
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include "kernels/f32_add.hpp"
 #include "kernels/f32_aft_accumulate.hpp"
 #include "kernels/f32_aft_output.hpp"
+#include "kernels/f32_fma_probe.hpp"
 #include "kernels/f32_gelu.hpp"
 #include "kernels/f32_gemv.hpp"
 #include "kernels/f32_layer_norm.hpp"
 #include "kernels/f32_relu.hpp"
+#include "kernels/f32_sum.hpp"
 #include "kernels/kernels.h"
 
 namespace aft::kernels::simd {
@@ -25,6 +27,8 @@ constexpr KernelTable make_table(const char* isa) {
       &relu_f32<A>,
       &gelu_f32<A>,
       &add_f32<A>,
+      &sum_f32<A>,
+      &fma_probe_f32<A>,
   };
 }
 

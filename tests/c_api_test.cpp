@@ -83,6 +83,8 @@ TEST_F(CApiModel, InfoDescribesTheModel) {
   EXPECT_EQ(info.max_positions, 0) << "conv with sinusoidal positions has no limit";
   EXPECT_GT(info.n_parameters, 0);
   EXPECT_GT(info.file_bytes, 0u);
+  // Per layer: query, value, output 16 x 16, key 16 x 2 (one per head), ffn 32 x 16 twice; head.
+  EXPECT_EQ(info.n_matmul_parameters, 2 * (3 * 16 * 16 + 16 * 2 + 2 * 32 * 16) + 5 * 16);
 }
 
 TEST_F(CApiModel, TokenizeReportsTheNeededSize) {

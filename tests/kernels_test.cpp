@@ -77,6 +77,8 @@ TEST(Dispatch, TablesAreComplete) {
     EXPECT_NE(t->relu_f32, nullptr);
     EXPECT_NE(t->gelu_f32, nullptr);
     EXPECT_NE(t->add_f32, nullptr);
+    EXPECT_NE(t->sum_f32, nullptr);
+    EXPECT_NE(t->fma_probe_f32, nullptr);
   }
 }
 
@@ -290,6 +292,19 @@ TEST(Reference, ReluAndAddAreExact) {
   auto sum = z;
   k.add_f32(sum.size(), x.data(), sum.data());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(sum[i], float(double(x[i]) + z[i]));
+}
+
+TEST(Reference, SumMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  for (std::size_t n : kSizes) {
+    const auto x = random_vector(n, -1.0f, 1.0f, 14 + n);
+    double sum = 0.0, magnitude = 0.0;
+    for (float v : x) sum += v, magnitude += std::fabs(v);
+    EXPECT_LE(std::fabs(k.sum_f32(n, x.data()) - sum),
+              kReferenceTol * std::fabs(sum) + 1e-12 * magnitude)
+        << "n=" << n;
+  }
+  EXPECT_EQ(k.sum_f32(0, nullptr), 0.0f);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -562,6 +577,84 @@ TEST_P(IsaTest, ReluAndAddMatchReferenceExactly) {
     ref().add_f32(n, x.data(), want_sum.data());
     expect_guard_intact(sum, n);
     for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(sum[i], want_sum[i]) << "add n=" << n;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine probes (aft-bench).
+
+TEST_P(IsaTest, SumMatchesReference) {
+  std::vector<std::size_t> sizes = kSizes;
+  sizes.insert(sizes.end(), {0, 63, 65, 4096, 100003});
+  for (std::size_t n : sizes) {
+    const auto x = random_vector(n, -1.0f, 1.0f, 100 + n);  // exactly n floats: ASan sees overreads
+    double magnitude = 0.0;
+    for (float v : x) magnitude += std::fabs(v);
+    // Any order: each partial sum is at most the magnitude, and a chain of n additions rounds at
+    // most n times (a loose bound: the kernel's chains are n / lanes long).
+    expect_close(k().sum_f32(n, x.data()), ref().sum_f32(n, x.data()), magnitude,
+                 (double(n) + 2.0) * kUlp, "n=" + std::to_string(n));
+  }
+}
+
+TEST_P(IsaTest, SumOfSmallIntegersIsExact) {
+  for (std::size_t n : kSizes) {
+    std::vector<float> x(n);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sum += x[i] = float(int(i % 7) - 2);
+    EXPECT_EQ(k().sum_f32(n, x.data()), float(sum)) << "n=" << n;  // every partial sum is exact
+  }
+}
+
+// Chain c of the FMA probe after `iterations` steps (kernels.h), fused or as a product then a sum.
+float fma_chain(std::size_t c, std::size_t iterations, bool fused) {
+  float x = 1.0f + static_cast<float>(c + 1) / 1024.0f;
+  for (std::size_t i = 0; i < iterations; ++i) {
+    if (fused) {
+      x = std::fma(x, kFmaProbeMultiplier, kFmaProbeAddend);
+    } else {
+      const volatile float product = x * kFmaProbeMultiplier;  // rounded on its own
+      x = product + kFmaProbeAddend;
+    }
+  }
+  return x;
+}
+
+TEST(FmaProbe, FusedAndUnfusedChainsDiffer) {  // so the exact comparisons below tell them apart
+  int differ = 0;
+  for (std::size_t c = 0; c < 16; ++c)
+    differ += fma_chain(c, 1000, true) != fma_chain(c, 1000, false);
+  EXPECT_GT(differ, 0);
+}
+
+// sse2 has no FMA instruction. xsimd 8.1 has no fma kernel for avx512f: its xsimd::fma is x * y +
+// z, which the compiler contracts to one instruction in optimized builds (-ffp-contract=fast, GCC's
+// default) but not always at -O1 (the Sanitize build): either is correct there.
+enum class Fusion { Fused, Unfused, Either };
+Fusion expected_fusion(const std::string& isa) {
+  if (isa == "sse2") return Fusion::Unfused;
+  return isa == "avx512" ? Fusion::Either : Fusion::Fused;
+}
+
+TEST_P(IsaTest, FmaProbeFollowsTheDefinition) {
+  const Fusion fusion = expected_fusion(GetParam());
+  std::vector<float> sink(kFmaProbeMaxChains + 16, kGuard);
+  const std::size_t chains = k().fma_probe_f32(1, sink.data()) / 2;
+  ASSERT_GE(chains, 1u);
+  ASSERT_LE(chains, kFmaProbeMaxChains);
+  for (std::size_t iterations : {0, 1, 2, 3, 17, 1000}) {
+    std::fill(sink.begin(), sink.end(), kGuard);
+    EXPECT_EQ(k().fma_probe_f32(iterations, sink.data()), 2 * chains * iterations);
+    for (std::size_t c = 0; c < chains; ++c) {
+      // Correctly rounded operations: bit-identical to the scalar recurrence.
+      const float fused = fma_chain(c, iterations, true), unfused = fma_chain(c, iterations, false);
+      const bool ok = fusion == Fusion::Fused     ? sink[c] == fused
+                      : fusion == Fusion::Unfused ? sink[c] == unfused
+                                                  : sink[c] == fused || sink[c] == unfused;
+      ASSERT_TRUE(ok) << "chain " << c << ", " << iterations << " iterations: " << sink[c]
+                      << ", fused " << fused << ", unfused " << unfused;
+    }
+    expect_guard_intact(sink, chains);
   }
 }
 

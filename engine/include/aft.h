@@ -64,6 +64,10 @@ typedef struct aft_model_info {
   int64_t max_positions; /* positions a session may reach; 0 = unlimited */
   int64_t n_parameters;
   uint64_t file_bytes;
+  /* Weights of the linear layers (query, key, value, output, feed-forward up and down of every
+   * layer) and of the head (vocab_size x d_model, the embedding when tied), biases excluded: the
+   * weights decoding reads once per token, and half the FLOPs per token of a prompt. */
+  int64_t n_matmul_parameters;
 } aft_model_info;
 
 aft_status aft_model_get_info(const aft_model* model, aft_model_info* info);

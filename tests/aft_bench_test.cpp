@@ -1,0 +1,143 @@
+// aft-bench as a user meets it: it runs on a small model and reports positive speeds (never a
+// required speed), as markdown or JSON, and refuses bad command lines with exit code 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model_file_writer.h"
+
+namespace aft::testing {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Result run(const std::string& args) {
+  TempFile err_file("stderr");
+  const std::string command =
+      std::string(quote(AFT_BENCH_PATH)) + " " + args + " 2> " + quote(err_file.path());
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file.path());
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+std::string fixture(const std::string& name) {
+  return quote(std::string(AFT_FIXTURES_DIR) + "/" + name + ".aft");
+}
+
+nlohmann::json parse_json(const Result& r) {
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+TEST(AftBench, ReportsPositiveSpeedsAsJson) {
+  const Result r = run(fixture("simple") + " -r 1 -p 8 -n 4 -t 1 --no-limits -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "stderr is not a terminal: no progress line";
+  const nlohmann::json j = parse_json(r);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(j["limits"].is_null());
+  EXPECT_GT(j["model"]["n_matmul_parameters"].get<int64_t>(), 0);
+  EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["test"], "pp8");
+  EXPECT_EQ(j["results"][1]["test"], "tg4");
+  for (const auto& row : j["results"]) {
+    EXPECT_GT(row["tokens_per_second"]["mean"].get<double>(), 0.0) << row.dump();
+    EXPECT_EQ(row["samples_tokens_per_second"].size(), 1u);
+    EXPECT_EQ(row["threads"], 1);
+  }
+}
+
+TEST(AftBench, MeasuresTheLimitsAndRatios) {
+  const Result r =
+      run(fixture("conv") + " -r 2 -p 8 -n 4 -d 0,16 -t 1,2 --bandwidth-mib 16 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  ASSERT_EQ(j["limits"].size(), 2u);
+  for (const auto& l : j["limits"]) {
+    EXPECT_GT(l["read_gbps"].get<double>(), 0.0) << l.dump();
+    EXPECT_GT(l["read_weights_gbps"].get<double>(), 0.0) << l.dump();
+    EXPECT_GT(l["fma_gflops"].get<double>(), 0.0) << l.dump();
+  }
+  ASSERT_EQ(j["results"].size(), 6u);  // (pp8, tg4, tg4 @ d16) x 2 thread counts
+  EXPECT_EQ(j["results"][2]["test"], "tg4 @ d16");
+  EXPECT_EQ(j["results"][5]["threads"], 2);
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["samples_tokens_per_second"].size(), 2u);
+    if (row["kind"] == "pp") {
+      EXPECT_GT(row["fraction_of_fma_peak"].get<double>(), 0.0) << row.dump();
+    } else {
+      EXPECT_GT(row["fraction_of_read_bandwidth"].get<double>(), 0.0) << row.dump();
+      EXPECT_GT(row["fraction_of_read_at_weight_size"].get<double>(), 0.0) << row.dump();
+    }
+  }
+}
+
+TEST(AftBench, MarkdownByDefault) {
+  const Result r = run(fixture("simple_sinusoidal_gelu") + " -r 1 -p 8 -n 2 -t 1 --no-limits");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| 1 | pp8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 1 | tg2 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels: "), std::string::npos) << r.out;
+}
+
+TEST(AftBench, SkipsTestsPastThePositionLimit) {
+  const Result r = run(fixture("local") + " -r 1 -p 100,8 -n 4 -d 62 -t 1 --no-limits -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // max_seq_len 64: pp100 and tg4 @ d62 cannot run
+  const nlohmann::json j = parse_json(r);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["test"], "pp8");
+  EXPECT_EQ(j["skipped"].size(), 2u);
+  EXPECT_NE(r.err.find("the model stops at 64"), std::string::npos) << r.err;
+}
+
+TEST(AftBench, UsageErrorsExitWithTwo) {
+  const std::string model = fixture("simple");
+  for (const std::string& args :
+       {std::string(""), model + " -p abc", model + " -p 8,", model + " -n -1", model + " -t 0",
+        model + " -r 0", model + " -o xml", model + " --bogus", model + " -t", model + " extra"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find("usage: aft-bench"), std::string::npos) << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  EXPECT_NE(run(model + " -o xml").err.find("expected md or json"), std::string::npos);
+}
+
+TEST(AftBench, HelpExitsWithZero) {
+  const Result r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--no-limits"), std::string::npos);
+}
+
+TEST(AftBench, MissingModelExitsWithOne) {
+  const Result r = run("no-such-model.aft -r 1 --no-limits");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no-such-model.aft"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aft::testing

@@ -1,0 +1,202 @@
+// aft-bench: prefill and decode speed of a model, next to the machine's limits measured in the
+// same run (llama-bench's conventions; see docs/benchmarks.md). The report goes to stdout; a
+// progress line to stderr when it is a terminal. Exit codes: 0 success, 1 an error, 2 bad usage.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aft.h"
+#include "tools/bench/machine.h"
+#include "tools/bench/options.h"
+#include "tools/bench/probes.h"
+#include "tools/bench/report.h"
+#include "tools/bench/runner.h"
+
+namespace aft::bench {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kProbeRuns = 5;  // best of: the limit is what the machine can do, not its average
+
+// One line on stderr, rewritten in place; silent when stderr is not a terminal (logs, CI).
+class Progress {
+ public:
+  Progress() : enabled_(isatty(STDERR_FILENO) != 0) {}
+  ~Progress() { clear(); }
+  void show(const std::string& text) {
+    if (!enabled_) return;
+    std::fprintf(stderr, "\r\033[Kaft-bench: %s", text.c_str());
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (enabled_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+};
+
+std::string compiler() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("GCC ") + __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+// Deterministic tokens: the same run of the same model sees the same text.
+std::vector<int32_t> bench_tokens(std::size_t count, int32_t vocab_size) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, vocab_size - 1);
+  std::vector<int32_t> tokens(count);
+  for (int32_t& t : tokens) t = pick(rng);
+  return tokens;
+}
+
+// The tests of one thread count, in order: prefills, then decodes by length and depth.
+std::vector<TestResult> planned_tests(const Options& o, int threads) {
+  std::vector<TestResult> tests;
+  for (int64_t p : o.n_prompt) {
+    if (p > 0) tests.push_back({TestKind::Prefill, p, 0, 0, threads, {}});
+  }
+  for (int64_t n : o.n_gen) {
+    for (int64_t d : o.depth) {
+      if (n > 0) tests.push_back({TestKind::Decode, 0, n, d, threads, {}});
+    }
+  }
+  return tests;
+}
+
+struct Probes {
+  ReadProbe memory;   // a buffer much larger than the caches
+  ReadProbe weights;  // a buffer the size of the model's matmul weights
+  FmaProbe fma;
+};
+
+MeasuredLimits::Sample measure_limits(const Probes& probes, int threads) {
+  return {probes.memory.best_gbps(threads, kProbeRuns),
+          probes.weights.best_gbps(threads, kProbeRuns),
+          probes.fma.best_gflops(threads, kProbeRuns)};
+}
+
+int run(const Options& o) {
+  Progress progress;
+  progress.show("loading " + o.model);
+  const BenchModel model(o.model);
+  const aft_model_info& info = model.info();
+
+  Report report;
+  report.build_type = AFT_BUILD_TYPE;
+  report.compiler = compiler();
+  report.machine = machine_info();
+  report.kernel_isa = aft_kernel_isa();
+  report.threads = o.threads;
+  report.repetitions = o.repetitions;
+  report.model_path = o.model;
+  report.model = info;
+
+  std::optional<Probes> probes;
+  if (o.limits) {
+    progress.show("preparing the machine probes");
+    const auto weight_bytes = static_cast<std::size_t>(4 * info.n_matmul_parameters);
+    probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe()});
+    report.bandwidth_bytes = probes->memory.bytes();
+    report.weights_probe_bytes = probes->weights.bytes();
+  }
+
+  int64_t longest = 0;
+  for (int64_t p : o.n_prompt) longest = std::max(longest, p);
+  for (int64_t n : o.n_gen) {
+    for (int64_t d : o.depth) longest = std::max(longest, n + d);
+  }
+  const std::vector<int32_t> tokens =
+      bench_tokens(static_cast<std::size_t>(longest), info.vocab_size);
+
+  for (int threads : o.threads) {
+    const std::string where =
+        ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+    MeasuredLimits limits;
+    limits.threads = threads;
+    if (o.limits) {
+      progress.show("measuring the limits" + where);
+      limits.before = measure_limits(*probes, threads);
+    }
+    for (TestResult& test : planned_tests(o, threads)) {
+      const int64_t positions =
+          test.kind == TestKind::Prefill ? test.n_prompt : test.depth + test.n_gen;
+      if (info.max_positions > 0 && positions > info.max_positions) {
+        report.skipped.push_back(test.name() + where + ": needs " + std::to_string(positions) +
+                                 " positions, the model stops at " +
+                                 std::to_string(info.max_positions));
+        continue;
+      }
+      for (int rep = 0; rep <= o.repetitions; ++rep) {  // rep 0: the warm-up
+        progress.show(test.name() + where +
+                      (rep == 0
+                           ? ": warm-up"
+                           : ": run " + std::to_string(rep) + "/" + std::to_string(o.repetitions)));
+        double seconds = 0.0;
+        if (test.kind == TestKind::Prefill) {
+          seconds = model.time_prefill(tokens, static_cast<std::size_t>(test.n_prompt), threads);
+        } else {
+          seconds = model.time_decode(tokens, static_cast<std::size_t>(test.depth),
+                                      static_cast<std::size_t>(test.n_gen), threads);
+        }
+        const double count =
+            static_cast<double>(test.kind == TestKind::Prefill ? test.n_prompt : test.n_gen);
+        if (rep > 0) test.tokens_per_second.push_back(count / seconds);
+      }
+      report.results.push_back(test);
+    }
+    if (o.limits) {
+      progress.show("measuring the limits again" + where);
+      limits.after = measure_limits(*probes, threads);
+      report.limits.push_back(limits);
+    }
+  }
+  progress.clear();
+
+  if (o.format == Format::Json) {
+    write_json(report, stdout);
+  } else {
+    write_markdown(report, stdout);
+  }
+  for (const std::string& s : report.skipped) {
+    std::fprintf(stderr, "aft-bench: skipped %s\n", s.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace aft::bench
+
+int main(int argc, char** argv) {
+  using namespace aft::bench;
+  std::optional<Options> options;
+  try {
+    options = parse_args(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "aft-bench: %s\n\n%s", e.what(), kUsage);
+    return kExitUsage;
+  }
+  if (!options) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  try {
+    return run(*options);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "aft-bench: %s\n", e.what());
+    return kExitError;
+  }
+}

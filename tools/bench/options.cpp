@@ -1,0 +1,119 @@
+#include "tools/bench/options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+#include "physical_cores.h"
+
+namespace aft::bench {
+
+const char kUsage[] =
+    "usage: aft-bench MODEL [options]\n"
+    "\n"
+    "Measures prefill (pp) and decode (tg) speed of an AFT model, next to the machine's limits\n"
+    "measured in the same run: read bandwidth (decode reads every matmul weight once per token)\n"
+    "and FMA peak (prefill does ~2 FLOPs per matmul weight per token). Lists are comma-separated;\n"
+    "every combination is run.\n"
+    "\n"
+    "options:\n"
+    "  -m, --model PATH          model file (or give it as the first argument)\n"
+    "  -p, --n-prompt N,...      prompt lengths to prefill, one eval each (default 512; 0 = none)\n"
+    "  -n, --n-gen N,...         tokens to decode one at a time (default 128; 0 = none)\n"
+    "  -d, --n-depth N,...       decode after N context tokens (prefilled, untimed; default 0)\n"
+    "  -t, --threads N,...       threads (default: 1 and the number of physical cores)\n"
+    "  -r, --repetitions N       timed runs per test, after one warm-up (default 5)\n"
+    "  -o, --output md|json      report format (default md)\n"
+    "      --no-limits           skip measuring read bandwidth and FMA peak\n"
+    "      --bandwidth-mib N     buffer of the read-bandwidth probe, MiB (default 1024)\n"
+    "  -h, --help                show this help\n"
+    "\n"
+    "Exit status: 0 success, 1 an error (file, model), 2 bad usage.\n";
+
+namespace {
+
+long long parse_integer(const std::string& flag, const std::string& text, long long min,
+                        long long max) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    throw UsageError(flag + ": expected an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], found \"" + text + "\"");
+  }
+  return value;
+}
+
+template <class T>
+std::vector<T> parse_list(const std::string& flag, const std::string& text, long long min,
+                          long long max) {
+  std::vector<T> values;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    const T value = static_cast<T>(parse_integer(flag, item, min, max));
+    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+    if (comma == std::string::npos) return values;
+    start = comma + 1;
+  }
+}
+
+// Positions and token counts: the session API takes size_t counts of int32 tokens.
+constexpr long long kMaxTokens = std::numeric_limits<int32_t>::max();
+
+}  // namespace
+
+std::optional<Options> parse_args(int argc, const char* const* argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(arg + ": missing value");
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") return std::nullopt;
+    if (arg == "-m" || arg == "--model") {
+      options.model = value();
+    } else if (arg == "-p" || arg == "--n-prompt") {
+      options.n_prompt = parse_list<int64_t>(arg, value(), 0, kMaxTokens);
+    } else if (arg == "-n" || arg == "--n-gen") {
+      options.n_gen = parse_list<int64_t>(arg, value(), 0, kMaxTokens);
+    } else if (arg == "-d" || arg == "--n-depth") {
+      options.depth = parse_list<int64_t>(arg, value(), 0, kMaxTokens);
+    } else if (arg == "-t" || arg == "--threads") {
+      options.threads = parse_list<int>(arg, value(), 1, 1024);
+    } else if (arg == "-r" || arg == "--repetitions") {
+      options.repetitions = static_cast<int>(parse_integer(arg, value(), 1, 100000));
+    } else if (arg == "-o" || arg == "--output") {
+      const std::string format = value();
+      if (format == "md") {
+        options.format = Format::Markdown;
+      } else if (format == "json") {
+        options.format = Format::Json;
+      } else {
+        throw UsageError(arg + ": expected md or json, found \"" + format + "\"");
+      }
+    } else if (arg == "--no-limits") {
+      options.limits = false;
+    } else if (arg == "--bandwidth-mib") {
+      options.bandwidth_mib = static_cast<std::size_t>(parse_integer(arg, value(), 1, 1 << 20));
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw UsageError("unknown option " + arg + " (see --help)");
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      throw UsageError("unexpected argument \"" + arg + "\" (the model is already " +
+                       options.model + ")");
+    }
+  }
+  if (options.model.empty()) throw UsageError("no model given");
+  if (options.threads.empty()) {
+    options.threads = {1};
+    if (physical_cores() > 1) options.threads.push_back(physical_cores());
+  }
+  return options;
+}
+
+}  // namespace aft::bench

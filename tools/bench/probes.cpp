@@ -1,0 +1,114 @@
+#include "tools/bench/probes.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace aft::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Results land here so that no probe can be optimised away.
+volatile float g_sink = 0.0f;
+
+}  // namespace
+
+ReadProbe::ReadProbe(std::size_t bytes)
+    : buffer_(std::max<std::size_t>(bytes / sizeof(float), 1024)) {
+  repeats_ = std::max<std::size_t>(1, (std::size_t{64} << 20) / this->bytes());
+  float* data = buffer_.data();
+  const long long n = static_cast<long long>(buffer_.size());
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < n; ++i) data[i] = static_cast<float>(i & 1023);
+}
+
+float ReadProbe::pass(int threads, std::size_t streams) const {
+  const kernels::KernelTable& k = kernels::active_kernels();
+  const std::size_t n = buffer_.size();
+  const float* data = buffer_.data();
+  const std::size_t repeats = repeats_;
+  constexpr std::size_t kBlock = 1024;  // floats (4 KiB) per stream in turn
+  float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    // Ranges start on cache lines (16 floats); the team may be smaller than asked.
+    const std::size_t parts = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t part = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t per = (n / parts + 15) / 16 * 16;
+    const std::size_t begin = std::min(n, part * per);
+    const std::size_t end = part + 1 == parts ? n : std::min(n, begin + per);
+    const std::size_t stream_length = ((end - begin) / streams + 15) / 16 * 16;
+    for (std::size_t r = 0; r < repeats; ++r) {
+      for (std::size_t offset = 0; offset < stream_length; offset += kBlock) {
+        for (std::size_t s = 0; s < streams; ++s) {
+          const std::size_t from = std::min(end, begin + s * stream_length + offset);
+          const std::size_t to = std::min({end, from + kBlock, begin + (s + 1) * stream_length});
+          total += k.sum_f32(to - from, data + from);
+        }
+      }
+    }
+  }
+  return total;
+}
+
+double ReadProbe::best_gbps(int threads, int runs) const {
+  g_sink = g_sink + pass(threads, 1);  // untimed: brings a cache-sized buffer into the cache
+  const double bytes = static_cast<double>(buffer_.size() * sizeof(float) * repeats_);
+  double best = 0.0;
+  for (int run = 0; run < runs; ++run) {
+    const auto start = Clock::now();
+    const float total = pass(threads, run % 2 == 0 ? 1 : 4);
+    const double seconds = seconds_since(start);
+    g_sink = g_sink + total;
+    best = std::max(best, bytes / seconds / 1e9);
+  }
+  return best;
+}
+
+FmaProbe::FmaProbe() {
+  const kernels::KernelTable& k = kernels::active_kernels();
+  float sink[kernels::kFmaProbeMaxChains];
+  std::size_t iterations = 1 << 14;
+  double seconds = 0.0;
+  while (true) {  // double until a run is long enough to time, then scale to ~0.1 s
+    const auto start = Clock::now();
+    k.fma_probe_f32(iterations, sink);
+    seconds = seconds_since(start);
+    if (seconds > 0.01 || iterations > (std::size_t{1} << 40)) break;
+    iterations *= 2;
+  }
+  g_sink = g_sink + sink[0];
+  iterations_ = std::max<std::size_t>(1, static_cast<std::size_t>(iterations * (0.1 / seconds)));
+}
+
+double FmaProbe::best_gflops(int threads, int runs) const {
+  const kernels::KernelTable& k = kernels::active_kernels();
+  const std::size_t iterations = iterations_;
+  // One sink per thread, each on its own cache lines.
+  std::vector<float> sinks(static_cast<std::size_t>(threads) * kernels::kFmaProbeMaxChains);
+  double best = 0.0;
+  for (int run = 0; run < runs; ++run) {
+    std::size_t flops = 0;
+    const auto start = Clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    {
+      const std::size_t part = static_cast<std::size_t>(omp_get_thread_num());
+      flops += k.fma_probe_f32(iterations, &sinks[part * kernels::kFmaProbeMaxChains]);
+    }
+    const double seconds = seconds_since(start);
+    g_sink = g_sink + sinks[0];
+    best = std::max(best, static_cast<double>(flops) / seconds / 1e9);
+  }
+  return best;
+}
+
+}  // namespace aft::bench

@@ -1,0 +1,229 @@
+#include "tools/bench/report.h"
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace aft::bench {
+namespace {
+
+// Decode reads each matmul weight (f32) once per token; prefill does 2 FLOPs with each per token.
+double weight_bytes(const Report& r) {
+  return 4.0 * static_cast<double>(r.model.n_matmul_parameters);
+}
+double flops_per_token(const Report& r) {
+  return 2.0 * static_cast<double>(r.model.n_matmul_parameters);
+}
+
+const MeasuredLimits* limits_for(const Report& r, int threads) {
+  for (const MeasuredLimits& l : r.limits) {
+    if (l.threads == threads) return &l;
+  }
+  return nullptr;
+}
+
+// What a test achieved (GFLOP/s for prefill, GB/s of weights for decode) and its limits (0: not
+// measured): the FMA peak for prefill; memory bandwidth and the read bandwidth at the weights'
+// size for decode.
+struct Achieved {
+  double value = 0.0;
+  const char* unit = "";
+  double limit = 0.0;
+  double weights_limit = 0.0;
+};
+
+Achieved achieved(const Report& r, const TestResult& t) {
+  const double tps = summarize(t.tokens_per_second).mean;
+  const MeasuredLimits* l = limits_for(r, t.threads);
+  if (t.kind == TestKind::Prefill) {
+    return {flops_per_token(r) * tps / 1e9, "GFLOP/s", l ? l->fma() : 0.0, 0.0};
+  }
+  return {weight_bytes(r) * tps / 1e9, "GB/s", l ? l->read() : 0.0, l ? l->read_weights() : 0.0};
+}
+
+std::string ratio_text(const Achieved& a, bool prefill) {
+  if (a.limit <= 0.0) return "-";
+  const std::string percent =
+      std::to_string(static_cast<int>(std::lround(100.0 * a.value / a.limit)));
+  if (prefill) return percent + "% of FMA peak";
+  return percent + "% of memory read, " +
+         std::to_string(static_cast<int>(std::lround(100.0 * a.value / a.weights_limit))) +
+         "% of read at weights' size";
+}
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), pattern, value);
+  return buffer;
+}
+
+// Three significant digits without an exponent: 0.00314, 6.67, 152.
+std::string significant(double value) {
+  const int digits = value > 0.0 ? 2 - static_cast<int>(std::floor(std::log10(value))) : 2;
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", digits > 0 ? digits : 0, value);
+  return buffer;
+}
+
+std::string millions(int64_t count) { return format("%.2f M", static_cast<double>(count) / 1e6); }
+
+std::string thread_list(const std::vector<int>& threads) {
+  std::string s;
+  for (int t : threads) s += (s.empty() ? "" : ",") + std::to_string(t);
+  return s;
+}
+
+std::string model_description(const aft_model_info& m) {
+  std::string s = std::string(m.mixer) + " mixer";
+  if (m.window > 0) s += " (window " + std::to_string(m.window) + ")";
+  if (m.n_heads > 1) s += ", " + std::to_string(m.n_heads) + " heads";
+  s += ", " + std::to_string(m.n_layers) + " layers x " + std::to_string(m.d_model) + ", d_ff " +
+       std::to_string(m.d_ff) + ", vocab " + std::to_string(m.vocab_size);
+  s += m.max_positions > 0 ? ", max " + std::to_string(m.max_positions) + " positions"
+                           : ", no position limit";
+  return s;
+}
+
+}  // namespace
+
+Stats summarize(const std::vector<double>& samples) {
+  Stats s;
+  if (samples.empty()) return s;
+  for (double x : samples) s.mean += x;
+  s.mean /= static_cast<double>(samples.size());
+  if (samples.size() < 2) return s;
+  double squares = 0.0;
+  for (double x : samples) squares += (x - s.mean) * (x - s.mean);
+  s.stddev = std::sqrt(squares / static_cast<double>(samples.size() - 1));
+  return s;
+}
+
+std::string TestResult::name() const {
+  if (kind == TestKind::Prefill) return "pp" + std::to_string(n_prompt);
+  std::string s = "tg" + std::to_string(n_gen);
+  if (depth > 0) s += " @ d" + std::to_string(depth);
+  return s;
+}
+
+void write_markdown(const Report& r, std::FILE* out) {
+  const MachineInfo& m = r.machine;
+  std::fprintf(out, "## aft-bench\n\n");
+  std::fprintf(out, "- build: %s, %s\n", r.build_type.c_str(), r.compiler.c_str());
+  std::fprintf(out, "- CPU: %s; %d logical CPUs, %d physical cores", m.cpu.c_str(), m.logical_cpus,
+               m.physical_cores);
+  if (m.llc_bytes > 0) std::fprintf(out, "; last-level cache %zu MiB", m.llc_bytes >> 20);
+  std::fprintf(out, "\n- kernels: %s; threads: %s; %d repetitions after one warm-up\n",
+               r.kernel_isa.c_str(), thread_list(r.threads).c_str(), r.repetitions);
+  std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
+  std::fprintf(out,
+               "- parameters: %s, %s in matmuls (%.1f MB of f32 weights read per decoded token)\n",
+               millions(r.model.n_parameters).c_str(),
+               millions(r.model.n_matmul_parameters).c_str(), weight_bytes(r) / 1e6);
+
+  if (!r.limits.empty()) {
+    std::fprintf(out,
+                 "\nLimits, measured before and after each thread count's tests; the best of the "
+                 "two is the limit. Memory read: a %zu MiB buffer; at weights' size: a %.1f MB "
+                 "buffer read again and again (the decode limit when the weights stay cached).\n\n",
+                 r.bandwidth_bytes >> 20, static_cast<double>(r.weights_probe_bytes) / 1e6);
+    std::fprintf(out,
+                 "| threads | memory read GB/s (before, after) | read at weights' size GB/s | FMA "
+                 "GFLOP/s |\n");
+    std::fprintf(out, "|---:|---:|---:|---:|\n");
+    for (const MeasuredLimits& l : r.limits) {
+      std::fprintf(out, "| %d | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) |\n",
+                   l.threads, l.read(), l.before.read_gbps, l.after.read_gbps, l.read_weights(),
+                   l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
+                   l.before.fma_gflops, l.after.fma_gflops);
+    }
+  }
+
+  std::fprintf(out, "\n| threads | test | tokens/s | ms/token | achieved | of limit |\n");
+  std::fprintf(out, "|---:|---|---:|---:|---:|---:|\n");
+  for (const TestResult& t : r.results) {
+    const Stats s = summarize(t.tokens_per_second);
+    const Achieved a = achieved(r, t);
+    const std::string ratio = ratio_text(a, t.kind == TestKind::Prefill);
+    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %.1f %s | %s |\n", t.threads,
+                 t.name().c_str(), s.mean, s.stddev, significant(1000.0 / s.mean).c_str(), a.value,
+                 a.unit, ratio.c_str());
+  }
+  if (!r.skipped.empty()) std::fprintf(out, "\nSkipped:\n\n");
+  for (const std::string& s : r.skipped) std::fprintf(out, "- %s\n", s.c_str());
+}
+
+void write_json(const Report& r, std::FILE* out) {
+  using Json = nlohmann::ordered_json;
+  const MachineInfo& m = r.machine;
+  Json j;
+  j["build_type"] = r.build_type;
+  j["compiler"] = r.compiler;
+  j["cpu"] = {{"model", m.cpu},
+              {"logical_cpus", m.logical_cpus},
+              {"physical_cores", m.physical_cores},
+              {"llc_bytes", m.llc_bytes}};
+  j["kernel_isa"] = r.kernel_isa;
+  j["threads"] = r.threads;
+  j["repetitions"] = r.repetitions;
+  const aft_model_info& i = r.model;
+  j["model"] = {{"path", r.model_path},
+                {"mixer", i.mixer},
+                {"n_layers", i.n_layers},
+                {"d_model", i.d_model},
+                {"d_ff", i.d_ff},
+                {"vocab_size", i.vocab_size},
+                {"window", i.window},
+                {"n_heads", i.n_heads},
+                {"max_positions", i.max_positions},
+                {"n_parameters", i.n_parameters},
+                {"n_matmul_parameters", i.n_matmul_parameters},
+                {"matmul_weight_bytes", weight_bytes(r)},
+                {"file_bytes", i.file_bytes}};
+  if (r.limits.empty()) {
+    j["limits"] = nullptr;
+  } else {
+    j["limits"] = Json::array();
+    for (const MeasuredLimits& l : r.limits) {
+      j["limits"].push_back(
+          {{"threads", l.threads},
+           {"read_gbps", l.read()},
+           {"read_gbps_before_after", {l.before.read_gbps, l.after.read_gbps}},
+           {"read_buffer_bytes", r.bandwidth_bytes},
+           {"read_weights_gbps", l.read_weights()},
+           {"read_weights_gbps_before_after",
+            {l.before.read_weights_gbps, l.after.read_weights_gbps}},
+           {"read_weights_buffer_bytes", r.weights_probe_bytes},
+           {"fma_gflops", l.fma()},
+           {"fma_gflops_before_after", {l.before.fma_gflops, l.after.fma_gflops}}});
+    }
+  }
+  j["results"] = Json::array();
+  for (const TestResult& t : r.results) {
+    const Stats s = summarize(t.tokens_per_second);
+    const Achieved a = achieved(r, t);
+    Json row = {{"test", t.name()},
+                {"kind", t.kind == TestKind::Prefill ? "pp" : "tg"},
+                {"n_prompt", t.n_prompt},
+                {"n_gen", t.n_gen},
+                {"depth", t.depth},
+                {"threads", t.threads},
+                {"tokens_per_second", {{"mean", s.mean}, {"stddev", s.stddev}}},
+                {"samples_tokens_per_second", t.tokens_per_second},
+                {"ms_per_token", 1000.0 / s.mean}};
+    if (t.kind == TestKind::Prefill) {
+      row["gflops"] = a.value;
+      row["fraction_of_fma_peak"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
+    } else {
+      row["weight_gbps"] = a.value;
+      row["fraction_of_read_bandwidth"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
+      row["fraction_of_read_at_weight_size"] =
+          a.weights_limit > 0.0 ? Json(a.value / a.weights_limit) : Json(nullptr);
+    }
+    j["results"].push_back(row);
+  }
+  j["skipped"] = r.skipped;
+  std::fprintf(out, "%s\n", j.dump(2).c_str());
+}
+
+}  // namespace aft::bench

@@ -1,0 +1,70 @@
+// The benchmark record: what ran where, each test's speed, and its ratio to the machine's limits.
+// Written as a markdown table (llama-bench style) or as JSON.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "aft.h"
+#include "tools/bench/machine.h"
+
+namespace aft::bench {
+
+struct Stats {
+  double mean = 0.0;
+  double stddev = 0.0;  // sample standard deviation; 0 for one sample
+};
+Stats summarize(const std::vector<double>& samples);
+
+enum class TestKind { Prefill, Decode };
+
+struct TestResult {
+  TestKind kind = TestKind::Prefill;
+  int64_t n_prompt = 0;  // prefill: tokens in the prompt
+  int64_t n_gen = 0;     // decode: tokens decoded one at a time
+  int64_t depth = 0;     // decode: context tokens before them
+  int threads = 1;
+  std::vector<double> tokens_per_second;  // one per repetition
+  std::string name() const;               // "pp512", "tg128", "tg128 @ d4096"
+};
+
+// One thread count's limits, measured before and after its tests: the best of the two is the
+// limit; their difference shows how much the machine's load moved meanwhile.
+struct MeasuredLimits {
+  struct Sample {
+    double read_gbps = 0.0;          // memory read bandwidth (large buffer), 1e9 bytes/s
+    double read_weights_gbps = 0.0;  // read bandwidth over a buffer the size of the weights
+    double fma_gflops = 0.0;         // FMA peak, 1e9 FLOP/s
+  };
+  int threads = 1;
+  Sample before, after;
+  double read() const { return std::max(before.read_gbps, after.read_gbps); }
+  double read_weights() const {
+    return std::max(before.read_weights_gbps, after.read_weights_gbps);
+  }
+  double fma() const { return std::max(before.fma_gflops, after.fma_gflops); }
+};
+
+struct Report {
+  std::string build_type;
+  std::string compiler;
+  MachineInfo machine;
+  std::string kernel_isa;
+  std::vector<int> threads;
+  int repetitions = 0;
+  std::string model_path;
+  aft_model_info model{};
+  std::size_t bandwidth_bytes = 0;      // the memory read probe's buffer; 0 with --no-limits
+  std::size_t weights_probe_bytes = 0;  // the weight-sized read probe's buffer
+  std::vector<MeasuredLimits> limits;   // empty with --no-limits
+  std::vector<TestResult> results;
+  std::vector<std::string> skipped;  // tests the model cannot run, with the reason
+};
+
+void write_markdown(const Report& report, std::FILE* out);
+void write_json(const Report& report, std::FILE* out);
+
+}  // namespace aft::bench

@@ -1,0 +1,66 @@
+#include "tools/bench/runner.h"
+
+#include <chrono>
+
+namespace aft::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(aft_status status, const std::string& doing) {
+  if (status != AFT_OK) throw ApiError(doing, status);
+}
+
+struct SessionDeleter {
+  void operator()(aft_session* s) const { aft_session_free(s); }
+};
+using Session = std::unique_ptr<aft_session, SessionDeleter>;
+
+Session new_session(const aft_model* model, int threads) {
+  aft_session_params params = aft_session_default_params();
+  params.n_threads = threads;
+  aft_session* session = nullptr;
+  check(aft_session_create(model, &params, &session), "creating a session");
+  return Session(session);
+}
+
+}  // namespace
+
+ApiError::ApiError(const std::string& doing, aft_status status)
+    : std::runtime_error(doing + ": " + aft_last_error() + " [" + aft_status_string(status) + "]") {
+}
+
+BenchModel::BenchModel(const std::string& path) {
+  aft_model* model = nullptr;
+  check(aft_model_load(path.c_str(), nullptr, &model), "loading the model");
+  model_.reset(model);
+  check(aft_model_get_info(model_.get(), &info_), "reading the model");
+}
+
+double BenchModel::time_prefill(const std::vector<int32_t>& tokens, std::size_t n,
+                                int threads) const {
+  const Session session = new_session(model_.get(), threads);
+  std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
+  const auto start = Clock::now();
+  check(aft_session_eval(session.get(), tokens.data(), n, AFT_LOGITS_LAST, logits.data()),
+        "prefilling");
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double BenchModel::time_decode(const std::vector<int32_t>& tokens, std::size_t depth, std::size_t n,
+                               int threads) const {
+  const Session session = new_session(model_.get(), threads);
+  std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
+  if (depth > 0) {
+    check(aft_session_eval(session.get(), tokens.data(), depth, AFT_LOGITS_NONE, nullptr),
+          "prefilling the context");
+  }
+  const auto start = Clock::now();
+  for (std::size_t i = depth; i < depth + n; ++i) {
+    check(aft_session_eval(session.get(), &tokens[i], 1, AFT_LOGITS_LAST, logits.data()),
+          "decoding");
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace aft::bench

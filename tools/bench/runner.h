@@ -1,0 +1,39 @@
+// Timed runs of a model through the C API: one prefill, or decode steps after a context.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aft.h"
+
+namespace aft::bench {
+
+// A failed C API call: what was being done, and the library's message.
+struct ApiError : std::runtime_error {
+  ApiError(const std::string& doing, aft_status status);
+};
+
+class BenchModel {
+ public:
+  explicit BenchModel(const std::string& path);
+  const aft_model_info& info() const { return info_; }
+
+  // Seconds to prefill tokens[0, n) in a fresh session (logits of the last token).
+  double time_prefill(const std::vector<int32_t>& tokens, std::size_t n, int threads) const;
+  // Seconds to decode tokens[depth, depth + n) one at a time (logits of each), in a fresh
+  // session that first consumed tokens[0, depth) untimed.
+  double time_decode(const std::vector<int32_t>& tokens, std::size_t depth, std::size_t n,
+                     int threads) const;
+
+ private:
+  struct ModelDeleter {
+    void operator()(aft_model* m) const { aft_model_free(m); }
+  };
+  std::unique_ptr<aft_model, ModelDeleter> model_;
+  aft_model_info info_{};
+};
+
+}  // namespace aft::bench
