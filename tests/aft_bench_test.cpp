@@ -1,7 +1,6 @@
 // aft-bench as a user meets it: it runs on a small model and reports positive speeds (never a
 // required speed), as markdown or JSON, and refuses bad command lines with exit code 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -11,36 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include "model_file_writer.h"
+#include "run_command.h"
 
 namespace aft::testing {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Result = CommandResult;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string quote(const std::string& s) { return shell_quote(s); }
 
-Result run(const std::string& args) {
-  TempFile err_file("stderr");
-  const std::string command =
-      std::string(quote(AFT_BENCH_PATH)) + " " + args + " 2> " + quote(err_file.path());
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file.path());
-  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-  return result;
-}
+Result run(const std::string& args) { return run_command(AFT_BENCH_PATH, args); }
 
 std::string fixture(const std::string& name) {
   return quote(std::string(AFT_FIXTURES_DIR) + "/" + name + ".aft");

@@ -1,6 +1,5 @@
 // aft-run as a user meets it: text on stdout, exit codes, clear messages for bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -8,36 +7,16 @@
 #include <string>
 
 #include "model_file_writer.h"
+#include "run_command.h"
 
 namespace aft::testing {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Result = CommandResult;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string quote(const std::string& s) { return shell_quote(s); }
 
-Result run(const std::string& args) {
-  TempFile err_file("stderr");
-  const std::string command =
-      std::string(quote(AFT_RUN_PATH)) + " " + args + " 2> " + quote(err_file.path());
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file.path());
-  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-  return result;
-}
+Result run(const std::string& args) { return run_command(AFT_RUN_PATH, args); }
 
 class AftRun : public ::testing::Test {
  protected:

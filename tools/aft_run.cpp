@@ -18,8 +18,16 @@
 #include <vector>
 
 #include "aft.h"
+#include "tools/cli/api_call.h"
+#include "tools/cli/arguments.h"
 
 namespace {
+
+using aft::cli::check;
+using aft::cli::parse_float;
+using aft::cli::parse_integer;
+using aft::cli::UsageError;
+namespace cli = aft::cli;
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
@@ -42,10 +50,6 @@ const char kUsage[] =
     "      --no-checksum    skip verifying tensor checksums when loading\n"
     "  -h, --help           show this help\n";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 struct Options {
   std::string model;
   std::optional<std::string> prompt;
@@ -58,31 +62,6 @@ struct Options {
   long long threads = 0;
   bool verify_checksums = true;
 };
-
-long long parse_integer(const std::string& flag, const std::string& text, long long min,
-                        long long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw UsageError(flag + ": expected an integer in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], found \"" + text + "\"");
-  }
-  return value;
-}
-
-float parse_float(const std::string& flag, const std::string& text, float min, float max) {
-  errno = 0;
-  char* end = nullptr;
-  const float value = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < min ||
-      value > max) {
-    std::ostringstream range;
-    range << "[" << min << ", " << max << "]";
-    throw UsageError(flag + ": expected a number in " + range.str() + ", found \"" + text + "\"");
-  }
-  return value;
-}
 
 // Returns nullopt when --help was asked for.
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -133,32 +112,11 @@ std::optional<Options> parse_args(int argc, char** argv) {
   return options;
 }
 
-// A failed C API call: the message the library left, prefixed with what was being done.
-struct ApiError : std::runtime_error {
-  ApiError(const std::string& doing, aft_status status)
-      : std::runtime_error(doing + ": " + aft_last_error() + " [" + aft_status_string(status) +
-                           "]") {}
-};
-
-void check(aft_status status, const std::string& doing) {
-  if (status != AFT_OK) throw ApiError(doing, status);
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open the prompt file");
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
-
-struct ModelDeleter {
-  void operator()(aft_model* m) const { aft_model_free(m); }
-};
-struct SessionDeleter {
-  void operator()(aft_session* s) const { aft_session_free(s); }
-};
-struct SamplerDeleter {
-  void operator()(aft_sampler* s) const { aft_sampler_free(s); }
-};
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) {
@@ -182,7 +140,7 @@ int run(const Options& options) {
   model_params.verify_checksums = options.verify_checksums ? 1 : 0;
   aft_model* raw_model = nullptr;
   check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
-  const std::unique_ptr<aft_model, ModelDeleter> model(raw_model);
+  const cli::Model model(raw_model);
   const double load_ms = ms_since(load_start);
   aft_model_info info;
   check(aft_model_get_info(model.get(), &info), "reading the model");
@@ -200,7 +158,7 @@ int run(const Options& options) {
   session_params.n_threads = static_cast<int32_t>(options.threads);
   aft_session* raw_session = nullptr;
   check(aft_session_create(model.get(), &session_params, &raw_session), "creating a session");
-  const std::unique_ptr<aft_session, SessionDeleter> session(raw_session);
+  const cli::Session session(raw_session);
 
   aft_sampler_params sampler_params = aft_sampler_default_params();
   sampler_params.temperature = options.temperature;
@@ -209,7 +167,7 @@ int run(const Options& options) {
   sampler_params.seed = options.seed ? *options.seed : std::random_device{}();
   aft_sampler* raw_sampler = nullptr;
   check(aft_sampler_create(&sampler_params, &raw_sampler), "creating the sampler");
-  const std::unique_ptr<aft_sampler, SamplerDeleter> sampler(raw_sampler);
+  const cli::Sampler sampler(raw_sampler);
 
   std::fprintf(stderr,
                "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, seed %llu\n",

@@ -6,8 +6,11 @@
 #include <limits>
 
 #include "physical_cores.h"
+#include "tools/cli/arguments.h"
 
 namespace aft::bench {
+
+using cli::parse_integer;
 
 const char kUsage[] =
     "usage: aft-bench MODEL [options]\n"
@@ -32,18 +35,6 @@ const char kUsage[] =
     "Exit status: 0 success, 1 an error (file, model), 2 bad usage.\n";
 
 namespace {
-
-long long parse_integer(const std::string& flag, const std::string& text, long long min,
-                        long long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw UsageError(flag + ": expected an integer in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], found \"" + text + "\"");
-  }
-  return value;
-}
 
 template <class T>
 std::vector<T> parse_list(const std::string& flag, const std::string& text, long long min,

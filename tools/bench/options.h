@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/arguments.h"
+
 namespace aft::bench {
 
 enum class Format { Markdown, Json };
@@ -24,9 +26,7 @@ struct Options {
   std::size_t bandwidth_mib = 1024;  // the read probe's buffer
 };
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using cli::UsageError;
 
 extern const char kUsage[];
 

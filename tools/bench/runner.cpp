@@ -7,14 +7,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void check(aft_status status, const std::string& doing) {
-  if (status != AFT_OK) throw ApiError(doing, status);
-}
-
-struct SessionDeleter {
-  void operator()(aft_session* s) const { aft_session_free(s); }
-};
-using Session = std::unique_ptr<aft_session, SessionDeleter>;
+using cli::check;
+using cli::Session;
 
 Session new_session(const aft_model* model, int threads) {
   aft_session_params params = aft_session_default_params();
@@ -25,10 +19,6 @@ Session new_session(const aft_model* model, int threads) {
 }
 
 }  // namespace
-
-ApiError::ApiError(const std::string& doing, aft_status status)
-    : std::runtime_error(doing + ": " + aft_last_error() + " [" + aft_status_string(status) + "]") {
-}
 
 BenchModel::BenchModel(const std::string& path) {
   aft_model* model = nullptr;

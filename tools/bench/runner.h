@@ -8,13 +8,9 @@
 #include <vector>
 
 #include "aft.h"
+#include "tools/cli/api_call.h"
 
 namespace aft::bench {
-
-// A failed C API call: what was being done, and the library's message.
-struct ApiError : std::runtime_error {
-  ApiError(const std::string& doing, aft_status status);
-};
 
 class BenchModel {
  public:
@@ -29,10 +25,7 @@ class BenchModel {
                      int threads) const;
 
  private:
-  struct ModelDeleter {
-    void operator()(aft_model* m) const { aft_model_free(m); }
-  };
-  std::unique_ptr<aft_model, ModelDeleter> model_;
+  cli::Model model_;
   aft_model_info info_{};
 };
 
