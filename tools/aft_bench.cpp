@@ -21,8 +21,6 @@
 namespace aft::bench {
 namespace {
 
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
 constexpr int kProbeRuns = 5;  // best of: the limit is what the machine can do, not its average
 
 // One line on stderr, rewritten in place; silent when stderr is not a terminal (logs, CI).
@@ -181,22 +179,6 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   using namespace aft::bench;
-  std::optional<Options> options;
-  try {
-    options = parse_args(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "aft-bench: %s\n\n%s", e.what(), kUsage);
-    return kExitUsage;
-  }
-  if (!options) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  try {
-    return run(*options);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "aft-bench: %s\n", e.what());
-    return kExitError;
-  }
+  return aft::cli::tool_main(
+      "aft-bench", kUsage, [&] { return parse_args(argc, argv); }, run);
 }

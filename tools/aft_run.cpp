@@ -29,9 +29,6 @@ using aft::cli::parse_integer;
 using aft::cli::UsageError;
 namespace cli = aft::cli;
 
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-
 const char kUsage[] =
     "usage: aft-run MODEL [options]\n"
     "\n"
@@ -216,22 +213,6 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<Options> options;
-  try {
-    options = parse_args(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "aft-run: %s\n\n%s", e.what(), kUsage);
-    return kExitUsage;
-  }
-  if (!options) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  try {
-    return run(*options);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "\naft-run: %s\n", e.what());
-    return kExitError;
-  }
+  return aft::cli::tool_main(
+      "aft-run", kUsage, [&] { return parse_args(argc, argv); }, run);
 }

@@ -1,6 +1,8 @@
 // Command-line values for the tools: strict parsing, messages that name the flag and the range.
 #pragma once
 
+#include <cstdio>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -14,5 +16,33 @@ struct UsageError : std::runtime_error {
 long long parse_integer(const std::string& flag, const std::string& text, long long min,
                         long long max);
 float parse_float(const std::string& flag, const std::string& text, float min, float max);
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// A tool's main: parse() returns the options, or nothing for --help (the usage goes to stdout,
+// exit 0); a UsageError prints the message and the usage (exit 2); run(options) returns the exit
+// status, and any exception it throws is reported on stderr (exit 1).
+template <class Parse, class Run>
+int tool_main(const char* name, const char* usage, const Parse& parse, const Run& run) {
+  decltype(parse()) options;
+  try {
+    options = parse();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n\n%s", name, e.what(), usage);
+    return kExitUsage;
+  }
+  if (!options) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  try {
+    return run(*options);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "\n%s: %s\n", name, e.what());
+    return kExitError;
+  }
+}
 
 }  // namespace aft::cli
