@@ -1,4 +1,4 @@
-// Owning handles for the C API's objects in tests.
+// The C API in tests: owning handles (shared with the tools) and short calls that expect success.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,21 +8,13 @@
 #include <vector>
 
 #include "aft.h"
+#include "tools/cli/api_call.h"
 
 namespace aft::testing {
 
-struct ModelFree {
-  void operator()(aft_model* m) const { aft_model_free(m); }
-};
-struct SessionFree {
-  void operator()(aft_session* s) const { aft_session_free(s); }
-};
-struct SamplerFree {
-  void operator()(aft_sampler* s) const { aft_sampler_free(s); }
-};
-using ModelHandle = std::unique_ptr<aft_model, ModelFree>;
-using SessionHandle = std::unique_ptr<aft_session, SessionFree>;
-using SamplerHandle = std::unique_ptr<aft_sampler, SamplerFree>;
+using ModelHandle = cli::Model;
+using SessionHandle = cli::Session;
+using SamplerHandle = cli::Sampler;
 
 inline ModelHandle load_model(const std::string& path) {
   aft_model* model = nullptr;
