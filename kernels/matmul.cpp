@@ -1,12 +1,17 @@
 // oneDNN matmul with W read in place: PyTorch's [N, K] row-major weights are the {K, N} matrix with
-// strides {1, K} (format tag ba). Measured with oneDNN 2.6 on AVX-512, 2 threads, K x N of a d =
-// 512 model: a primitive with a runtime M runs gemm:jit, ~2x faster than the alternative at M = 1
-// and even at M = 4; a primitive built for a fixed M runs brgemm (brg:avx512_core), 1.3-2.3x faster
-// at M = 16..64 and 1.1-1.2x from 128 on. Building one costs 0.15-0.8 ms (JIT), ~10 us when
-// oneDNN's primitive cache has it. So: the runtime-M primitive for small M, and a small LRU cache
-// of fixed-M primitives for larger M.
+// strides {1, K} (format tag ba), and a block of output columns [c, c + width) is the contiguous
+// slab of rows c.. of W. Measured with oneDNN 2.6 on AVX-512, K x N of a d = 512 model: a
+// primitive with a runtime M runs gemm:jit, ~2x faster than the alternative at M = 1 and even at
+// M = 4; a primitive built for a fixed M runs brgemm (brg:avx512_core), 1.3-2.3x faster at M =
+// 16..64 and 1.1-1.2x from 128 on. Building one costs 0.15-0.8 ms (JIT), ~10 us when oneDNN's
+// primitive cache has it. So: the runtime-M primitive for small M, and a small LRU cache of
+// fixed-M primitives for larger M.
 #include "kernels/matmul.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
 #include <list>
 #include <mutex>
 #include <stdexcept>
@@ -28,6 +33,8 @@ constexpr std::size_t kRuntimeMaxRows = 8;
 constexpr std::size_t kMaxDim = 0x7fffffff;
 // Fixed-M primitives kept per Matmul (prefill lengths vary; older ones are evicted).
 constexpr std::size_t kCacheCapacity = 8;
+// Below this many multiply-adds per thread, waking another thread costs more than it saves.
+constexpr std::size_t kMinMultiplyAddsPerThread = 1 << 16;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -42,9 +49,30 @@ dnnl::engine& cpu_engine() {
 
 memory::dim dim(std::size_t v) { return static_cast<memory::dim>(v); }
 
+// oneDNN sizes its internal split by omp_get_max_threads() when a primitive is created and, for
+// some implementations, when it runs outside a parallel region. Pinning it to 1 makes every
+// primitive single-threaded, whatever the caller's OpenMP settings.
+class SingleThreadedOneDnn {
+ public:
+  SingleThreadedOneDnn() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~SingleThreadedOneDnn() { omp_set_num_threads(saved_); }
+  SingleThreadedOneDnn(const SingleThreadedOneDnn&) = delete;
+  SingleThreadedOneDnn& operator=(const SingleThreadedOneDnn&) = delete;
+
+ private:
+  int saved_;
+};
+
 struct Primitive {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul matmul;
+};
+
+// The primitives of one M: full blocks, and the narrower last block when N is not a multiple of
+// the block width.
+struct BlockPrimitives {
+  Primitive full;
+  Primitive tail;
 };
 
 }  // namespace
@@ -55,26 +83,38 @@ struct Matmul::Impl {
   float* w;  // oneDNN takes non-const handles; it never writes inputs.
   float* bias;
   dnnl::primitive_attr attr;
-  Primitive runtime_m;
+  BlockPrimitives runtime_m;
 
   std::mutex mutex;            // guards the cache below
   std::list<std::size_t> lru;  // most recently used M first
-  std::unordered_map<std::size_t, std::pair<Primitive, std::list<std::size_t>::iterator>> cache;
+  std::unordered_map<std::size_t, std::pair<BlockPrimitives, std::list<std::size_t>::iterator>>
+      cache;
 
-  // m == 0 builds the runtime-M primitive.
-  Primitive create(std::size_t m) const {
-    const memory::dim rows = m == 0 ? DNNL_RUNTIME_DIM_VAL : dim(m);
-    const memory::desc src({rows, dim(k)}, kF32, Tag::ab);
-    const memory::desc weights({dim(k), dim(n)}, kF32, Tag::ba);
-    const memory::desc dst({rows, dim(n)}, kF32, Tag::ab);
+  std::size_t full_width() const { return std::min(n, kMatmulBlockColumns); }
+  std::size_t tail_width() const { return n % kMatmulBlockColumns; }
+
+  // rows == 0 builds a runtime-M primitive. The destination's rows are n apart: a block writes
+  // its columns of the whole output.
+  Primitive create(std::size_t rows, std::size_t width) const {
+    const memory::dim m = rows == 0 ? DNNL_RUNTIME_DIM_VAL : dim(rows);
+    const memory::desc src({m, dim(k)}, kF32, Tag::ab);
+    const memory::desc weights({dim(k), dim(width)}, kF32, Tag::ba);
+    const memory::desc dst({m, dim(width)}, kF32, memory::dims{dim(n), 1});
     const dnnl::matmul::desc desc =
-        bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(n)}, kF32, Tag::ab), dst)
+        bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
              : dnnl::matmul::desc(src, weights, dst);
+    SingleThreadedOneDnn single;
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     return Primitive{pd, dnnl::matmul(pd)};
   }
 
-  Primitive get(std::size_t m) {
+  BlockPrimitives create_blocks(std::size_t rows) const {
+    BlockPrimitives p{create(rows, full_width()), {}};
+    if (n > kMatmulBlockColumns && tail_width() != 0) p.tail = create(rows, tail_width());
+    return p;
+  }
+
+  BlockPrimitives get(std::size_t m) {
     if (m <= kRuntimeMaxRows) return runtime_m;
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(m);
@@ -82,14 +122,34 @@ struct Matmul::Impl {
       lru.splice(lru.begin(), lru, found->second.second);
       return found->second.first;
     }
-    Primitive p = create(m);
+    BlockPrimitives p = create_blocks(m);
     if (cache.size() == kCacheCapacity) {
       cache.erase(lru.back());
       lru.pop_back();
     }
     lru.push_front(m);
     cache.emplace(m, std::make_pair(p, lru.begin()));
-    return p;  // a handle: stays valid even if evicted while another thread runs it
+    return p;  // handles: stay valid even if evicted while another thread runs them
+  }
+
+  // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call.
+  void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
+                 const float* x, float* y) const {
+    dnnl::engine& engine = cpu_engine();
+    const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
+    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine, w + column * k);
+    const memory dst({{dim(m), dim(width)}, kF32, memory::dims{dim(n), 1}}, engine, y + column);
+    const memory scratchpad(p.pd.scratchpad_desc(), engine);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                         {DNNL_ARG_WEIGHTS, weights},
+                                         {DNNL_ARG_DST, dst},
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    if (bias) {
+      args.emplace(DNNL_ARG_BIAS, memory({{1, dim(width)}, kF32, Tag::ab}, engine, bias + column));
+    }
+    dnnl::stream stream(engine);
+    p.matmul.execute(stream, args);
+    stream.wait();
   }
 };
 
@@ -111,9 +171,10 @@ Matmul::Matmul(std::size_t k, std::size_t n, const float* w, const float* bias, 
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     }
     impl_->attr.set_post_ops(ops);
-    // A scratchpad per run() instead of the library's shared one: concurrent runs stay independent.
+    // A scratchpad per call instead of the library's shared one: concurrent blocks stay
+    // independent.
     impl_->attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    impl_->runtime_m = impl_->create(0);
+    impl_->runtime_m = impl_->create_blocks(0);
   } catch (const dnnl::error& e) {
     rethrow(e, "create the primitive", k, n);
   }
@@ -123,28 +184,42 @@ Matmul::~Matmul() = default;
 Matmul::Matmul(Matmul&&) noexcept = default;
 Matmul& Matmul::operator=(Matmul&&) noexcept = default;
 
-void Matmul::run(std::size_t m, const float* x, float* y) const {
+void Matmul::run(std::size_t m, const float* x, float* y, int n_threads) const {
   if (m == 0) return;
   Impl& impl = *impl_;
+  const std::string what = "run with M=" + std::to_string(m);
+  BlockPrimitives p;
   try {
-    const Primitive p = impl.get(m);
-    dnnl::engine& engine = cpu_engine();
-    const memory src({{dim(m), dim(impl.k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
-    const memory weights({{dim(impl.k), dim(impl.n)}, kF32, Tag::ba}, engine, impl.w);
-    const memory dst({{dim(m), dim(impl.n)}, kF32, Tag::ab}, engine, y);
-    const memory scratchpad(p.pd.scratchpad_desc(), engine);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
-                                         {DNNL_ARG_WEIGHTS, weights},
-                                         {DNNL_ARG_DST, dst},
-                                         {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (impl.bias) {
-      args.emplace(DNNL_ARG_BIAS, memory({{1, dim(impl.n)}, kF32, Tag::ab}, engine, impl.bias));
-    }
-    dnnl::stream stream(engine);
-    p.matmul.execute(stream, args);
-    stream.wait();
+    p = impl.get(m);
   } catch (const dnnl::error& e) {
-    rethrow(e, ("run with M=" + std::to_string(m)).c_str(), impl.k, impl.n);
+    rethrow(e, what.c_str(), impl.k, impl.n);
+  }
+  const std::size_t blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
+  const std::size_t worth =
+      std::max<std::size_t>(1, m * impl.k * impl.n / kMinMultiplyAddsPerThread);
+  const int threads =
+      static_cast<int>(std::min({static_cast<std::size_t>(std::max(n_threads, 1)), blocks, worth}));
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t b = 0; b < blocks; ++b) {
+    // A team of one is not "in parallel" to oneDNN: keep it from starting threads of its own.
+    omp_set_num_threads(1);
+    const std::size_t column = b * kMatmulBlockColumns;
+    const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
+    try {
+      impl.run_block(width == impl.full_width() ? p.full : p.tail, m, column, width, x, y);
+    } catch (const dnnl::error& e) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::make_exception_ptr(e);
+    }
+  }
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const dnnl::error& e) {
+      rethrow(e, what.c_str(), impl.k, impl.n);
+    }
   }
 }
 
@@ -152,8 +227,8 @@ std::string Matmul::implementation() const {
   // A representative prefill M for the fixed-M path; cheap once cached.
   constexpr std::size_t kLargeM = 64;
   try {
-    const std::string small = impl_->runtime_m.pd.impl_info_str();
-    const std::string large = impl_->get(kLargeM).pd.impl_info_str();
+    const std::string small = impl_->runtime_m.full.pd.impl_info_str();
+    const std::string large = impl_->get(kLargeM).full.pd.impl_info_str();
     const std::string small_part = small + " (M <= " + std::to_string(kRuntimeMaxRows) + ")";
     const std::string large_part = large + " (M > " + std::to_string(kRuntimeMaxRows) + ")";
     // A reference implementation is listed first, so that a prefix check for "ref" sees it.

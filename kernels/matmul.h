@@ -1,5 +1,11 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias), W in PyTorch's
 // nn.Linear layout [N, K] row-major, read in place (not copied). M is chosen per call.
+//
+// The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
+// kMatmulBlockColumns, and each block is computed by one thread running a single-threaded oneDNN
+// primitive. A block's shape, and so its summation order, never depends on the thread count:
+// results are bit-identical for any number of threads (oneDNN's own split of one product over
+// threads is not, e.g. its AVX2 gemm).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +16,9 @@ namespace aft::kernels {
 
 enum class PostOp { None, Relu, Gelu };
 
+// Output columns per unit of parallel work.
+constexpr std::size_t kMatmulBlockColumns = 128;
+
 class Matmul {
  public:
   // w and bias (bias may be null) must outlive the Matmul.
@@ -18,9 +27,9 @@ class Matmul {
   Matmul(Matmul&&) noexcept;
   Matmul& operator=(Matmul&&) noexcept;
 
-  // Thread-safe; call from serial code (oneDNN runs its own OpenMP threads, as many as
-  // omp_get_max_threads() of the calling thread).
-  void run(std::size_t m, const float* x, float* y) const;
+  // Runs the column blocks on up to n_threads OpenMP threads. Thread-safe; call from serial code
+  // (it opens its own parallel region; oneDNN never starts threads of its own).
+  void run(std::size_t m, const float* x, float* y, int n_threads) const;
 
   // oneDNN's implementation names, for diagnostics: small M runs one primitive, larger M another,
   // e.g. "gemm:jit (M <= 8), brg:avx512_core (M > 8)". Starts with "ref" if either is the slow

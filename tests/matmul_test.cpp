@@ -1,4 +1,5 @@
-// Matmul (oneDNN) against a naive float64 product, in PyTorch's nn.Linear layout.
+// Matmul (oneDNN) against a naive float64 product, in PyTorch's nn.Linear layout, and its results
+// against themselves for every thread count.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -89,7 +90,7 @@ TEST(Matmul, MatchesNaiveProduct) {
       for (bool with_bias : {false, true}) {
         const Matmul mm(s.k, s.n, p.w.data(), with_bias ? p.bias.data() : nullptr, post);
         std::vector<float> y(s.m * s.n + 8, 777.0f);
-        mm.run(s.m, p.x.data(), y.data());
+        mm.run(s.m, p.x.data(), y.data(), 2);
         const std::string where = "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
                                   " N=" + std::to_string(s.n) + " post=" + name(post) +
                                   (with_bias ? " bias" : "");
@@ -106,7 +107,7 @@ TEST(Matmul, ManyRowCountsOnOneObject) {
   const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu);
   for (std::size_t m : {1, 70, 9, 2, 10, 11, 12, 13, 14, 15, 16, 17, 18, 70, 9, 8, 0}) {
     std::vector<float> y(m * p.n);
-    mm.run(m, p.x.data(), y.data());
+    mm.run(m, p.x.data(), y.data(), 2);
     expect_matches(p, m, true, PostOp::Gelu, y, "M=" + std::to_string(m));
   }
 }
@@ -120,12 +121,34 @@ TEST(Matmul, ConcurrentRuns) {
   for (std::size_t t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       outputs[t].assign(rows[t] * p.n, 0.0f);
-      for (int repeat = 0; repeat < 5; ++repeat) mm.run(rows[t], p.x.data(), outputs[t].data());
+      for (int repeat = 0; repeat < 5; ++repeat) mm.run(rows[t], p.x.data(), outputs[t].data(), 2);
     });
   }
   for (std::thread& th : threads) th.join();
   for (std::size_t t = 0; t < 4; ++t) {
     expect_matches(p, rows[t], true, PostOp::Relu, outputs[t], "thread " + std::to_string(t));
+  }
+}
+
+// The column blocks are the unit of parallel work: with 9 blocks (N = 1061), 1 to 4 threads each
+// get at least 2, and every row count (runtime-M and fixed-M primitives) gives the same bits.
+TEST(Matmul, ThreadCountDoesNotChangeResults) {
+  const std::size_t n = 8 * kMatmulBlockColumns + 37;
+  const Problem p(200, 300, n);
+  for (PostOp post : {PostOp::None, PostOp::Gelu}) {
+    const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post);
+    for (std::size_t m : {1, 3, 8, 9, 64, 200}) {
+      std::vector<float> one(m * n);
+      mm.run(m, p.x.data(), one.data(), 1);
+      expect_matches(p, m, true, post, one, "M=" + std::to_string(m));
+      for (int threads : {2, 3, 4}) {
+        std::vector<float> many(m * n);
+        mm.run(m, p.x.data(), many.data(), threads);
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(one[i], many[i]) << "M=" << m << ", " << threads << " threads, element " << i;
+        }
+      }
+    }
   }
 }
 
@@ -136,7 +159,7 @@ TEST(Matmul, MovedObjectStillRuns) {
   Matmul third(1, 1, p.w.data(), nullptr, PostOp::None);
   third = std::move(second);
   std::vector<float> y(p.m * p.n);
-  third.run(p.m, p.x.data(), y.data());
+  third.run(p.m, p.x.data(), y.data(), 2);
   expect_matches(p, p.m, false, PostOp::None, y, "moved");
 }
 
@@ -172,7 +195,7 @@ TEST(Matmul, OneDnnErrorsBecomeRuntimeErrors) {
   float x = 0.0f, y = 0.0f;
   // SIZE_MAX rows is the dimension -1 to oneDNN, which rejects it before touching memory.
   try {
-    mm.run(SIZE_MAX, &x, &y);
+    mm.run(SIZE_MAX, &x, &y, 2);
     FAIL() << "expected an error for M = SIZE_MAX";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();

@@ -24,7 +24,7 @@ class LinearOp final : public Op {
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
     if (out.rows != 1) {
-      matmul_.run(out.rows, in.data, out.data);
+      matmul_.run(out.rows, in.data, out.data, ctx.n_threads);
       return;
     }
     // One token: a matrix-vector product, bound by reading the weights once.
