@@ -8,6 +8,7 @@
 #include "aft.h"
 #include "error.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "model.h"
 #include "physical_cores.h"
 #include "sampler.h"
@@ -109,6 +110,17 @@ const char* aft_status_string(aft_status status) {
 const char* aft_last_error(void) { return last_error.c_str(); }
 
 const char* aft_kernel_isa(void) { return aft::kernels::active_kernels().isa; }
+
+const char* aft_matmul_implementation(void) {
+  static const std::string description = [] {
+    try {
+      return aft::kernels::matmul_description();
+    } catch (const std::exception& e) {
+      return std::string("unavailable: ") + e.what();
+    }
+  }();
+  return description.c_str();
+}
 
 aft_model_params aft_model_default_params(void) { return aft_model_params{1}; }
 

@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <list>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <dnnl.hpp>
 
@@ -93,13 +95,13 @@ struct Matmul::Impl {
   std::size_t full_width() const { return std::min(n, kMatmulBlockColumns); }
   std::size_t tail_width() const { return n % kMatmulBlockColumns; }
 
-  // rows == 0 builds a runtime-M primitive. The destination's rows are n apart: a block writes
-  // its columns of the whole output.
+  // rows == 0 builds a runtime-M primitive. The destination is a dense [M, width] block: with
+  // rows n apart (the block's columns of the whole output) oneDNN 2.6 gives up brgemm for gemm.
   Primitive create(std::size_t rows, std::size_t width) const {
     const memory::dim m = rows == 0 ? DNNL_RUNTIME_DIM_VAL : dim(rows);
     const memory::desc src({m, dim(k)}, kF32, Tag::ab);
     const memory::desc weights({dim(k), dim(width)}, kF32, Tag::ba);
-    const memory::desc dst({m, dim(width)}, kF32, memory::dims{dim(n), 1});
+    const memory::desc dst({m, dim(width)}, kF32, Tag::ab);
     const dnnl::matmul::desc desc =
         bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
              : dnnl::matmul::desc(src, weights, dst);
@@ -132,13 +134,16 @@ struct Matmul::Impl {
     return p;  // handles: stay valid even if evicted while another thread runs them
   }
 
-  // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call.
+  // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
+  // the calling thread's block buffer, then copied to its place in y.
   void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
                  const float* x, float* y) const {
+    thread_local std::vector<float> block;
+    if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
     const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
     const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine, w + column * k);
-    const memory dst({{dim(m), dim(width)}, kF32, memory::dims{dim(n), 1}}, engine, y + column);
+    const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_WEIGHTS, weights},
@@ -150,6 +155,9 @@ struct Matmul::Impl {
     dnnl::stream stream(engine);
     p.matmul.execute(stream, args);
     stream.wait();
+    for (std::size_t r = 0; r < m; ++r) {
+      std::memcpy(y + r * n + column, block.data() + r * width, width * sizeof(float));
+    }
   }
 };
 
@@ -237,6 +245,16 @@ std::string Matmul::implementation() const {
   } catch (const dnnl::error& e) {
     rethrow(e, "query the implementation", impl_->k, impl_->n);
   }
+}
+
+std::string matmul_description() {
+  constexpr std::size_t kWidth = 512;
+  const std::vector<float> w(kWidth * kWidth, 0.0f);
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
+         "-column blocks, one thread each: " +
+         Matmul(kWidth, kWidth, w.data(), nullptr, PostOp::None).implementation();
 }
 
 }  // namespace aft::kernels

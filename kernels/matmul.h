@@ -41,4 +41,8 @@ class Matmul {
   std::unique_ptr<Impl> impl_;
 };
 
+// The library and what it runs for the products of a d = 512 model, e.g. "oneDNN 2.6.3,
+// 128-column blocks, one thread each: gemm:jit (M <= 8), brg:avx512_core (M > 8)". For reports.
+std::string matmul_description();
+
 }  // namespace aft::kernels

@@ -40,6 +40,7 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   EXPECT_TRUE(j["limits"].is_null());
   EXPECT_GT(j["model"]["n_matmul_parameters"].get<int64_t>(), 0);
   EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
+  EXPECT_EQ(j["matmul"].get<std::string>().rfind("oneDNN ", 0), 0u) << j["matmul"];
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["test"], "pp8");
   EXPECT_EQ(j["results"][1]["test"], "tg4");
@@ -66,6 +67,10 @@ TEST(AftBench, MeasuresTheLimitsAndRatios) {
   EXPECT_EQ(j["results"][5]["threads"], 2);
   for (const auto& row : j["results"]) {
     EXPECT_EQ(row["samples_tokens_per_second"].size(), 2u);
+    // Thread scaling: the same test at 1 thread is the reference.
+    const double speedup = row["speedup_over_1_thread"].get<double>();
+    if (row["threads"] == 1) EXPECT_EQ(speedup, 1.0) << row.dump();
+    EXPECT_GT(speedup, 0.0) << row.dump();
     if (row["kind"] == "pp") {
       EXPECT_GT(row["fraction_of_fma_peak"].get<double>(), 0.0) << row.dump();
     } else {
@@ -81,6 +86,7 @@ TEST(AftBench, MarkdownByDefault) {
   EXPECT_NE(r.out.find("| 1 | pp8 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| 1 | tg2 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kernels: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul: oneDNN "), std::string::npos) << r.out;
 }
 
 TEST(AftBench, SkipsTestsPastThePositionLimit) {

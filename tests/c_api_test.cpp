@@ -57,6 +57,13 @@ TEST(CApi, KernelIsaIsNamed) {
       << isa;
 }
 
+TEST(CApi, MatmulImplementationIsNamed) {
+  const std::string matmul = aft_matmul_implementation();
+  EXPECT_EQ(matmul.rfind("oneDNN ", 0), 0u) << matmul;
+  EXPECT_NE(matmul.find("M > 8"), std::string::npos) << matmul;
+  EXPECT_EQ(matmul.find("ref"), std::string::npos) << "the slow reference fallback: " << matmul;
+}
+
 class CApiModel : public ::testing::Test {
  protected:
   void SetUp() override {

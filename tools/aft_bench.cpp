@@ -97,6 +97,7 @@ int run(const Options& o) {
   report.compiler = compiler();
   report.machine = machine_info();
   report.kernel_isa = aft_kernel_isa();
+  report.matmul = aft_matmul_implementation();
   report.threads = o.threads;
   report.repetitions = o.repetitions;
   report.model_path = o.model;

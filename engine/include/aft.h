@@ -39,6 +39,10 @@ const char* aft_last_error(void);
  * "scalar"). Set the environment variable AFT_ISA to one of these to force a path. */
 const char* aft_kernel_isa(void);
 
+/* What computes the matrix products of a prompt: the library, its version, how the work is split
+ * and the implementations it picked on this machine (limit them with ONEDNN_MAX_CPU_ISA). */
+const char* aft_matmul_implementation(void);
+
 /* ---- Model ---------------------------------------------------------------------------------- */
 
 typedef struct aft_model aft_model;

@@ -52,6 +52,17 @@ std::string ratio_text(const Achieved& a, bool prefill) {
          "% of read at weights' size";
 }
 
+// Tokens/s at t.threads over the same test at 1 thread; 0 when that was not run.
+double speedup(const Report& r, const TestResult& t) {
+  for (const TestResult& one : r.results) {
+    if (one.threads == 1 && one.kind == t.kind && one.n_prompt == t.n_prompt &&
+        one.n_gen == t.n_gen && one.depth == t.depth) {
+      return summarize(t.tokens_per_second).mean / summarize(one.tokens_per_second).mean;
+    }
+  }
+  return 0.0;
+}
+
 std::string format(const char* pattern, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), pattern, value);
@@ -115,6 +126,7 @@ void write_markdown(const Report& r, std::FILE* out) {
   if (m.llc_bytes > 0) std::fprintf(out, "; last-level cache %zu MiB", m.llc_bytes >> 20);
   std::fprintf(out, "\n- kernels: %s; threads: %s; %d repetitions after one warm-up\n",
                r.kernel_isa.c_str(), thread_list(r.threads).c_str(), r.repetitions);
+  std::fprintf(out, "- matmul: %s\n", r.matmul.c_str());
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
   std::fprintf(out,
                "- parameters: %s, %s in matmuls (%.1f MB of f32 weights read per decoded token)\n",
@@ -139,15 +151,17 @@ void write_markdown(const Report& r, std::FILE* out) {
     }
   }
 
-  std::fprintf(out, "\n| threads | test | tokens/s | ms/token | achieved | of limit |\n");
-  std::fprintf(out, "|---:|---|---:|---:|---:|---:|\n");
+  std::fprintf(out,
+               "\n| threads | test | tokens/s | ms/token | x 1 thread | achieved | of limit |\n");
+  std::fprintf(out, "|---:|---|---:|---:|---:|---:|---:|\n");
   for (const TestResult& t : r.results) {
     const Stats s = summarize(t.tokens_per_second);
     const Achieved a = achieved(r, t);
     const std::string ratio = ratio_text(a, t.kind == TestKind::Prefill);
-    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %.1f %s | %s |\n", t.threads,
-                 t.name().c_str(), s.mean, s.stddev, significant(1000.0 / s.mean).c_str(), a.value,
-                 a.unit, ratio.c_str());
+    const double x = speedup(r, t);
+    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %s | %.1f %s | %s |\n", t.threads,
+                 t.name().c_str(), s.mean, s.stddev, significant(1000.0 / s.mean).c_str(),
+                 x > 0.0 ? format("%.2f", x).c_str() : "-", a.value, a.unit, ratio.c_str());
   }
   if (!r.skipped.empty()) std::fprintf(out, "\nSkipped:\n\n");
   for (const std::string& s : r.skipped) std::fprintf(out, "- %s\n", s.c_str());
@@ -164,6 +178,7 @@ void write_json(const Report& r, std::FILE* out) {
               {"physical_cores", m.physical_cores},
               {"llc_bytes", m.llc_bytes}};
   j["kernel_isa"] = r.kernel_isa;
+  j["matmul"] = r.matmul;
   j["threads"] = r.threads;
   j["repetitions"] = r.repetitions;
   const aft_model_info& i = r.model;
@@ -211,6 +226,8 @@ void write_json(const Report& r, std::FILE* out) {
                 {"tokens_per_second", {{"mean", s.mean}, {"stddev", s.stddev}}},
                 {"samples_tokens_per_second", t.tokens_per_second},
                 {"ms_per_token", 1000.0 / s.mean}};
+    const double x = speedup(r, t);
+    row["speedup_over_1_thread"] = x > 0.0 ? Json(x) : Json(nullptr);
     if (t.kind == TestKind::Prefill) {
       row["gflops"] = a.value;
       row["fraction_of_fma_peak"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);

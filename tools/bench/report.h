@@ -53,6 +53,7 @@ struct Report {
   std::string compiler;
   MachineInfo machine;
   std::string kernel_isa;
+  std::string matmul;  // aft_matmul_implementation()
   std::vector<int> threads;
   int repetitions = 0;
   std::string model_path;
