@@ -81,6 +81,7 @@ SessionState Model::initial_state() const {
     layer.m.resize(static_cast<std::size_t>(config_.d_model));
     layer.a.resize(layer.m.size());
     layer.b.resize(layer.m.size());
+    layer.frame.resize(layer.m.size());
     layer.reset();
   }
   return state;

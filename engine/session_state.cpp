@@ -10,6 +10,8 @@ void MixerState::reset() {
   std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
   std::fill(a.begin(), a.end(), 0.0f);
   std::fill(b.begin(), b.end(), 0.0f);
+  std::fill(frame.begin(), frame.end(), -std::numeric_limits<float>::infinity());
+  frame_valid = true;
 }
 
 }  // namespace aft

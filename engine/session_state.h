@@ -15,8 +15,13 @@ struct MixerState {
   // The last `capacity` keys (expanded to d channels) and values, position p at row p % capacity.
   // Full-bias models keep every position: their rows grow with the sequence.
   std::vector<float> keys, values;
+  // The window's frame (kernels.h, "AFT window"): per channel a reference >= every windowed key,
+  // and each key row again as exp(key - frame), in the same rows as keys. frame_valid is false
+  // when keys were stored without updating it (the matrix-product prefill of AFT-full).
+  std::vector<float> frame, scaled_keys;
+  bool frame_valid = true;
   std::size_t capacity = 0;
-  std::size_t rows = 0;  // rows allocated in keys and values
+  std::size_t rows = 0;  // rows allocated in keys, values and scaled_keys
 
   void reset();
 };

@@ -33,6 +33,38 @@ struct KernelTable {
   // y[c] = sigmoid(q[c]) * a[c] / b[c].
   void (*aft_output_f32)(std::size_t n, const float* q, const float* a, const float* b, float* y);
 
+  // ---- AFT window (the mixer's positions t - s < t' <= t, or every position for AFT-full) ----
+  // Per channel, a frame reference r >= every windowed key, and each entry kept as
+  // u = exp(k - r) <= 1: reading the window is then two multiply-adds per entry and token, and
+  // an exp only where a new key raises r. Entry rows are given as arrays of row pointers, oldest
+  // first; lanes [0, n) of each row are used.
+
+  // Makes key k (one row) the newest entry: where k > r, the older entries u_rows[0, entries)
+  // are rescaled by exp(r - k) and r = k; then u_new = exp(k - r). From r = -inf (an empty
+  // window) this gives r = k, u_new = 1.
+  void (*aft_window_push_f32)(std::size_t n, std::size_t entries, float* const* u_rows, float* r,
+                              const float* k, float* u_new);
+  // Rebuilds the frame from the keys: r = max_j k_rows[j], u_rows[j] = exp(k_rows[j] - r).
+  // entries >= 1.
+  void (*aft_window_reframe_f32)(std::size_t n, std::size_t entries, const float* const* k_rows,
+                                 float* const* u_rows, float* r);
+  // sa = sum_j e[j] u_j v_j and sb = sum_j e[j] u_j, summed in entry order, with weights e[j]
+  // shared by every channel (exp of the bias minus its largest value). Returns false if sb <
+  // kAftWindowMinSum (or is NaN) in any lane: the frame lost accuracy and the caller recomputes.
+  bool (*aft_window_sums_f32)(std::size_t n, std::size_t entries, const float* e,
+                              const float* const* u_rows, const float* const* v_rows, float* sa,
+                              float* sb);
+  // The same with a weight row per entry (AFT-conv: one per distance and channel).
+  bool (*aft_window_sums_biased_f32)(std::size_t n, std::size_t entries, const float* const* e_rows,
+                                     const float* const* u_rows, const float* const* v_rows,
+                                     float* sa, float* sb);
+  // y = sigmoid(q) (a g + sa h) / (b g + sb h): the global sums (m, a, b) and the window sums in
+  // frame r + w (w: the largest bias of the window), with g = exp(m - M), h = exp(r + w - M) and
+  // M = max(m, r + w).
+  void (*aft_window_output_f32)(std::size_t n, const float* q, const float* m, const float* a,
+                                const float* b, const float* r, const float* w, const float* sa,
+                                const float* sb, float* y);
+
   // In place: x = max(x, 0); x = x * Phi(x) (exact erf GELU, as PyTorch's default).
   void (*relu_f32)(std::size_t n, float* x);
   void (*gelu_f32)(std::size_t n, float* x);
@@ -54,6 +86,11 @@ struct KernelTable {
   // adds).
   std::size_t (*fma_probe_f32)(std::size_t iterations, float* sink);
 };
+
+// Window sums below this are recomputed. Every term of sb is at most 1 and those that lose
+// precision are below 2^-126 (subnormal); with sb >= 2^-90 the largest term is at least
+// 2^-90 / entries, so for up to 2^10 entries all lost terms together are below 2^-26 of sb.
+constexpr float kAftWindowMinSum = 0x1p-90f;
 
 constexpr float kFmaProbeMultiplier = 0.999f;  // chains converge to b / (1 - a) = 1: never denormal
 constexpr float kFmaProbeAddend = 0.001f;

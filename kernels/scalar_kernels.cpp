@@ -1,5 +1,6 @@
 // The reference kernels: plain loops that every ISA table is tested against. Reductions accumulate
 // in double so that the reference is accurate to about one rounding of the result.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -70,6 +71,76 @@ void aft_output_f32(std::size_t n, const float* q, const float* a, const float* 
   }
 }
 
+void aft_window_push_f32(std::size_t n, std::size_t entries, float* const* u_rows, float* r,
+                         const float* k, float* u_new) {
+  for (std::size_t c = 0; c < n; ++c) {
+    if (k[c] > r[c]) {
+      const float scale = std::exp(r[c] - k[c]);
+      for (std::size_t j = 0; j < entries; ++j) u_rows[j][c] *= scale;
+      r[c] = k[c];
+    }
+    u_new[c] = std::exp(k[c] - r[c]);
+  }
+}
+
+void aft_window_reframe_f32(std::size_t n, std::size_t entries, const float* const* k_rows,
+                            float* const* u_rows, float* r) {
+  for (std::size_t c = 0; c < n; ++c) {
+    float ref = k_rows[0][c];
+    for (std::size_t j = 1; j < entries; ++j) ref = std::max(ref, k_rows[j][c]);
+    for (std::size_t j = 0; j < entries; ++j) u_rows[j][c] = std::exp(k_rows[j][c] - ref);
+    r[c] = ref;
+  }
+}
+
+// weight(j, c): entry j's weight for channel c.
+template <class Weight>
+bool aft_window_sums(std::size_t n, std::size_t entries, const Weight& weight,
+                     const float* const* u_rows, const float* const* v_rows, float* sa, float* sb) {
+  bool stable = true;
+  for (std::size_t c = 0; c < n; ++c) {
+    double a = 0.0, b = 0.0;
+    for (std::size_t j = 0; j < entries; ++j) {
+      const double p = static_cast<double>(weight(j, c)) * u_rows[j][c];
+      b += p;
+      a += p * v_rows[j][c];
+    }
+    sa[c] = static_cast<float>(a);
+    sb[c] = static_cast<float>(b);
+    stable = stable && sb[c] >= kAftWindowMinSum;
+  }
+  return stable;
+}
+
+bool aft_window_sums_f32(std::size_t n, std::size_t entries, const float* e,
+                         const float* const* u_rows, const float* const* v_rows, float* sa,
+                         float* sb) {
+  return aft_window_sums(
+      n, entries, [e](std::size_t j, std::size_t) { return e[j]; }, u_rows, v_rows, sa, sb);
+}
+
+bool aft_window_sums_biased_f32(std::size_t n, std::size_t entries, const float* const* e_rows,
+                                const float* const* u_rows, const float* const* v_rows, float* sa,
+                                float* sb) {
+  return aft_window_sums(
+      n, entries, [e_rows](std::size_t j, std::size_t c) { return e_rows[j][c]; }, u_rows, v_rows,
+      sa, sb);
+}
+
+void aft_window_output_f32(std::size_t n, const float* q, const float* m, const float* a,
+                           const float* b, const float* r, const float* w, const float* sa,
+                           const float* sb, float* y) {
+  for (std::size_t c = 0; c < n; ++c) {
+    const float frame = r[c] + w[c];
+    const float top = std::max(m[c], frame);
+    const float global = std::exp(m[c] - top);
+    const float window = std::exp(frame - top);
+    const float num = a[c] * global + sa[c] * window;
+    const float den = b[c] * global + sb[c] * window;
+    aft_output_f32(1, q + c, &num, &den, y + c);
+  }
+}
+
 void relu_f32(std::size_t n, float* x) {
   for (std::size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
@@ -110,6 +181,11 @@ constexpr KernelTable kScalar{
     aft_accumulate_f32,
     aft_accumulate_biased_f32,
     aft_output_f32,
+    aft_window_push_f32,
+    aft_window_reframe_f32,
+    aft_window_sums_f32,
+    aft_window_sums_biased_f32,
+    aft_window_output_f32,
     relu_f32,
     gelu_f32,
     add_f32,

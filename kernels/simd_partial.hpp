@@ -26,6 +26,22 @@ void store_partial(const xsimd::batch<float, A>& v, float* p, std::size_t count)
   for (std::size_t i = 0; i < count; ++i) p[i] = buf[i];
 }
 
+// Lanes [0, count) of a batch that may be full (count == size: a plain load or store) or a tail.
+template <class A>
+xsimd::batch<float, A> load_lanes(const float* p, std::size_t count, float fill) {
+  using B = xsimd::batch<float, A>;
+  return count == B::size ? B::load_unaligned(p) : load_partial<A>(p, count, fill);
+}
+
+template <class A>
+void store_lanes(const xsimd::batch<float, A>& v, float* p, std::size_t count) {
+  if (count == xsimd::batch<float, A>::size) {
+    v.store_unaligned(p);
+  } else {
+    store_partial<A>(v, p, count);
+  }
+}
+
 // True in lanes [0, count).
 template <class A>
 xsimd::batch_bool<float, A> first_lanes(std::size_t count) {

@@ -5,6 +5,9 @@
 #include "kernels/f32_add.hpp"
 #include "kernels/f32_aft_accumulate.hpp"
 #include "kernels/f32_aft_output.hpp"
+#include "kernels/f32_aft_window_frame.hpp"
+#include "kernels/f32_aft_window_output.hpp"
+#include "kernels/f32_aft_window_sums.hpp"
 #include "kernels/f32_fma_probe.hpp"
 #include "kernels/f32_gelu.hpp"
 #include "kernels/f32_gemv.hpp"
@@ -24,6 +27,11 @@ constexpr KernelTable make_table(const char* isa) {
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,
       &aft_output_f32<A>,
+      &aft_window_push_f32<A>,
+      &aft_window_reframe_f32<A>,
+      &aft_window_sums_f32<A>,
+      &aft_window_sums_biased_f32<A>,
+      &aft_window_output_f32<A>,
       &relu_f32<A>,
       &gelu_f32<A>,
       &add_f32<A>,

@@ -1,5 +1,9 @@
 #include "position_bias.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "engine/error.h"
 
 namespace aft {
@@ -52,12 +56,21 @@ class FactorizedBias final : public PositionBias {
 class RelativeHeadBias final : public PositionBias {
  public:
   RelativeHeadBias(const float* pos_bias, int64_t n_heads, int64_t window, int64_t d_model)
-      : window_(window), d_model_(d_model), rows_(static_cast<std::size_t>(window * d_model)) {
+      : window_(window),
+        d_model_(d_model),
+        rows_(static_cast<std::size_t>(window * d_model)),
+        exp_rows_(rows_.size()),
+        max_row_(static_cast<std::size_t>(d_model), -std::numeric_limits<float>::infinity()) {
     const int64_t channels_per_head = d_model / n_heads;
     for (int64_t distance = 0; distance < window; ++distance) {
       for (int64_t c = 0; c < d_model; ++c) {
-        rows_[distance * d_model + c] = pos_bias[(c / channels_per_head) * window + distance];
+        const float w = pos_bias[(c / channels_per_head) * window + distance];
+        rows_[distance * d_model + c] = w;
+        max_row_[c] = std::max(max_row_[c], w);
       }
+    }
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      exp_rows_[i] = std::exp(rows_[i] - max_row_[i % max_row_.size()]);
     }
   }
   int64_t window() const override { return window_; }
@@ -65,10 +78,14 @@ class RelativeHeadBias final : public PositionBias {
   const float* per_channel(int64_t distance) const override {
     return rows_.data() + distance * d_model_;
   }
+  const float* per_channel_exp(int64_t distance) const override {
+    return exp_rows_.data() + distance * d_model_;
+  }
+  const float* per_channel_max() const override { return max_row_.data(); }
 
  private:
   int64_t window_, d_model_;
-  std::vector<float> rows_;
+  std::vector<float> rows_, exp_rows_, max_row_;
 };
 
 }  // namespace

@@ -19,6 +19,10 @@ class PositionBias {
   virtual float scalar(int64_t t, int64_t tp) const = 0;
   // For biases that differ per channel: the d-channel row for distance t - tp; null otherwise.
   virtual const float* per_channel(int64_t distance) const = 0;
+  // For those, the window's weights per channel: exp(w - max_w) for distance t - tp, and max_w
+  // (the largest bias over the window's distances); null otherwise.
+  virtual const float* per_channel_exp(int64_t) const { return nullptr; }
+  virtual const float* per_channel_max() const { return nullptr; }
 };
 
 // The tensors a mixer's bias reads (null when the variant has none), f32 as in the file.

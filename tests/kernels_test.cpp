@@ -658,6 +658,199 @@ TEST_P(IsaTest, FmaProbeFollowsTheDefinition) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// AFT window in a frame (push / reframe / sums / output), as the mixer runs it.
+
+// A sliding window of `window` entries over `steps` tokens: entries leaving it join the global
+// sums (bias 0), the window is read in its frame, and the output is compared with a float64
+// softmax average over every entry so far. Keys drift by +-40 in phases so that the frame is
+// rescaled on new maxima and goes stale when the maximum leaves.
+void check_window_stream(const KernelTable& k, std::size_t n, bool per_channel, float spread,
+                         const std::string& name) {
+  constexpr std::size_t window = 8, steps = 70;
+  std::mt19937 rng(static_cast<unsigned>(n * 31 + window));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> keys(steps * n), values(steps * n), scaled(window * n), frame(n, -kInf);
+  std::vector<float> q(n), y(n), sa(n), sb(n), bias_max(n), e(window);
+  std::vector<float> bias(window * n);  // per distance (per channel, or one value per row)
+  for (std::size_t i = 0; i < bias.size(); ++i) {
+    bias[i] =
+        per_channel ? spread * unit(rng) : bias[i - i % n] + (i % n ? 0.0f : spread * unit(rng));
+  }
+  std::vector<float> bias_exp(bias.size());
+  for (std::size_t c = 0; c < n; ++c) {
+    float top = -kInf;
+    for (std::size_t dist = 0; dist < window; ++dist) top = std::max(top, bias[dist * n + c]);
+    bias_max[c] = top;
+    for (std::size_t dist = 0; dist < window; ++dist) {
+      bias_exp[dist * n + c] = std::exp(bias[dist * n + c] - top);
+    }
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const float phase = (i / n / 20) % 2 ? -40.0f : 40.0f;
+    keys[i] = phase + spread * unit(rng);
+    values[i] = unit(rng);
+  }
+  AftState global(n);
+  for (std::size_t t = 0; t < steps; ++t) {
+    if (t >= window) {
+      k.aft_accumulate_f32(n, global.m.data(), global.a.data(), global.b.data(),
+                           &keys[(t - window) * n], &values[(t - window) * n], 0.0f);
+    }
+    const std::size_t first = t + 1 >= window ? t + 1 - window : 0, entries = t - first + 1;
+    std::vector<const float*> key_rows, value_rows, e_rows;
+    std::vector<float*> scaled_rows;
+    for (std::size_t j = 0; j < entries; ++j) {
+      key_rows.push_back(&keys[(first + j) * n]);
+      value_rows.push_back(&values[(first + j) * n]);
+      scaled_rows.push_back(&scaled[(first + j) % window * n]);
+      e_rows.push_back(&bias_exp[(t - first - j) * n]);
+      e[j] = e_rows.back()[0];
+    }
+    k.aft_window_push_f32(n, entries - 1, scaled_rows.data(), frame.data(), key_rows.back(),
+                          scaled_rows.back());
+    for (std::size_t c = 0; c < n; ++c) q[c] = unit(rng) * 4.0f;
+    auto sums = [&] {
+      return per_channel
+                 ? k.aft_window_sums_biased_f32(n, entries, e_rows.data(), scaled_rows.data(),
+                                                value_rows.data(), sa.data(), sb.data())
+                 : k.aft_window_sums_f32(n, entries, e.data(), scaled_rows.data(),
+                                         value_rows.data(), sa.data(), sb.data());
+    };
+    if (!sums()) {
+      k.aft_window_reframe_f32(n, entries, key_rows.data(), scaled_rows.data(), frame.data());
+      ASSERT_TRUE(sums()) << name << " t=" << t << ": a fresh frame must be stable";
+    }
+    k.aft_window_output_f32(n, q.data(), global.m.data(), global.a.data(), global.b.data(),
+                            frame.data(), bias_max.data(), sa.data(), sb.data(), y.data());
+    for (std::size_t c = 0; c < n; ++c) {
+      double top = -1e300, num = 0.0, den = 0.0, mag = 0.0;
+      auto logit = [&](std::size_t tp) {
+        return tp < first ? double(keys[tp * n + c])
+                          : double(keys[tp * n + c]) + bias[(t - tp) * n + c];
+      };
+      for (std::size_t tp = 0; tp <= t; ++tp) top = std::max(top, logit(tp));
+      for (std::size_t tp = 0; tp <= t; ++tp) {
+        const double weight = std::exp(logit(tp) - top);
+        num += weight * values[tp * n + c];
+        mag += weight * std::fabs(values[tp * n + c]);
+        den += weight;
+      }
+      const double gate = 1.0 / (1.0 + std::exp(-double(q[c])));
+      expect_close(y[c], gate * num / den, gate * mag / den, 2e-5,
+                   name + " t=" + std::to_string(t) + " c=" + std::to_string(c));
+    }
+  }
+}
+
+TEST_P(IsaTest, AftWindowMatchesSoftmaxAverage) {
+  for (std::size_t n : {1, 7, 16, 37, 64}) {
+    for (bool per_channel : {false, true}) {
+      for (float spread : {3.0f, 30.0f}) {
+        check_window_stream(k(), n, per_channel, spread,
+                            std::string(per_channel ? "biased" : "shared") +
+                                " n=" + std::to_string(n) + " spread=" + std::to_string(spread));
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, AftWindowKernelsMatchReference) {
+  for (std::size_t n : kSizes) {
+    constexpr std::size_t entries = 5;
+    const auto keys = random_vector(entries * n, -20.0f, 20.0f, 60 + n);
+    const auto values = random_vector(entries * n, -1.0f, 1.0f, 61 + n);
+    const auto e_flat = random_vector(entries * n, 0.0f, 1.0f, 62 + n);
+    const auto q = random_vector(n, -4.0f, 4.0f, 63 + n);
+    const auto w = random_vector(n, -2.0f, 2.0f, 64 + n);
+    std::vector<const float*> key_rows, value_rows, e_rows;
+    for (std::size_t j = 0; j < entries; ++j) {
+      key_rows.push_back(&keys[j * n]);
+      value_rows.push_back(&values[j * n]);
+      e_rows.push_back(&e_flat[j * n]);
+    }
+    const std::string where = "n=" + std::to_string(n);
+    // Reframe, then push a key that is a new maximum in some channels.
+    std::vector<float> got_u(entries * n + 16, kGuard), want_u = got_u, got_r = guarded(n),
+                                                        want_r = guarded(n);
+    auto rows_of = [&](std::vector<float>& u) {
+      std::vector<float*> rows;
+      for (std::size_t j = 0; j < entries; ++j) rows.push_back(&u[j * n]);
+      return rows;
+    };
+    auto got_rows = rows_of(got_u), want_rows = rows_of(want_u);
+    k().aft_window_reframe_f32(n, entries - 1, key_rows.data(), got_rows.data(), got_r.data());
+    ref().aft_window_reframe_f32(n, entries - 1, key_rows.data(), want_rows.data(), want_r.data());
+    std::vector<float> fresh = random_vector(n, -25.0f, 25.0f, 65 + n);
+    k().aft_window_push_f32(n, entries - 1, got_rows.data(), got_r.data(), fresh.data(),
+                            got_rows.back());
+    ref().aft_window_push_f32(n, entries - 1, want_rows.data(), want_r.data(), fresh.data(),
+                              want_rows.back());
+    for (std::size_t i = 0; i < entries * n; ++i) {
+      expect_close(got_u[i], want_u[i], 1.0, 4 * kUlp, where + " u");
+    }
+    for (std::size_t c = 0; c < n; ++c) ASSERT_EQ(got_r[c], want_r[c]) << where;
+    expect_guard_intact(got_u, entries * n);
+    expect_guard_intact(got_r, n);
+    // Sums, both weight kinds, and the read-out.
+    std::vector<float> sa = guarded(n), sb = guarded(n), ra = guarded(n), rb = guarded(n);
+    const std::vector<const float*> u_rows(want_rows.begin(), want_rows.end());
+    for (bool per_channel : {false, true}) {
+      const bool got_stable =
+          per_channel ? k().aft_window_sums_biased_f32(n, entries, e_rows.data(), u_rows.data(),
+                                                       value_rows.data(), sa.data(), sb.data())
+                      : k().aft_window_sums_f32(n, entries, e_flat.data(), u_rows.data(),
+                                                value_rows.data(), sa.data(), sb.data());
+      const bool want_stable =
+          per_channel ? ref().aft_window_sums_biased_f32(n, entries, e_rows.data(), u_rows.data(),
+                                                         value_rows.data(), ra.data(), rb.data())
+                      : ref().aft_window_sums_f32(n, entries, e_flat.data(), u_rows.data(),
+                                                  value_rows.data(), ra.data(), rb.data());
+      EXPECT_EQ(got_stable, want_stable) << where;
+      for (std::size_t c = 0; c < n; ++c) {
+        expect_close(sb[c], rb[c], rb[c], 4 * entries * kUlp, where + " sb");
+        expect_close(sa[c], ra[c], rb[c], 4 * entries * kUlp, where + " sa");
+      }
+      expect_guard_intact(sa, n);
+      expect_guard_intact(sb, n);
+    }
+    AftState global(n);
+    for (std::size_t c = 0; c < n; c += 2) {  // every other channel has global sums
+      global.m[c] = want_r[c] + (c % 4 ? 3.0f : -3.0f);
+      global.a[c] = 0.5f;
+      global.b[c] = 2.0f;
+    }
+    std::vector<float> got_y = guarded(n), want_y = guarded(n);
+    k().aft_window_output_f32(n, q.data(), global.m.data(), global.a.data(), global.b.data(),
+                              want_r.data(), w.data(), ra.data(), rb.data(), got_y.data());
+    ref().aft_window_output_f32(n, q.data(), global.m.data(), global.a.data(), global.b.data(),
+                                want_r.data(), w.data(), ra.data(), rb.data(), want_y.data());
+    for (std::size_t c = 0; c < n; ++c) {
+      expect_close(got_y[c], want_y[c], std::fabs(want_y[c]) + 1e-30, 16 * kUlp, where + " y");
+    }
+    expect_guard_intact(got_y, n);
+  }
+}
+
+// A frame too far above every entry (u and weights near the float minimum) must be reported, also
+// when it happens in the last lane of a tail only, and NaN must not pass for stable.
+TEST_P(IsaTest, AftWindowSumsReportLostFrames) {
+  for (std::size_t n : {1, 3, 16, 21}) {
+    std::vector<float> u(n, 1.0f), v(n, 0.5f), sa(n), sb(n);
+    const float* u_row = u.data();
+    const float* v_row = v.data();
+    const float ok = 1.0f, tiny = 0x1p-100f;
+    EXPECT_TRUE(k().aft_window_sums_f32(n, 1, &ok, &u_row, &v_row, sa.data(), sb.data())) << n;
+    EXPECT_FLOAT_EQ(sa[n - 1], 0.5f);
+    EXPECT_FALSE(k().aft_window_sums_f32(n, 1, &tiny, &u_row, &v_row, sa.data(), sb.data())) << n;
+    u[n - 1] = 0x1p-100f;
+    EXPECT_FALSE(k().aft_window_sums_f32(n, 1, &ok, &u_row, &v_row, sa.data(), sb.data())) << n;
+    u[n - 1] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(k().aft_window_sums_biased_f32(n, 1, &u_row, &u_row, &v_row, sa.data(), sb.data()))
+        << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, IsaTest, testing::ValuesIn(kIsaNames),
                          [](const testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);

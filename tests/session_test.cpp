@@ -179,7 +179,6 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
   }
 }
 
-// Wide enough that oneDNN and the kernels split the work between threads: still bit-identical.
 // Models wide enough that every op's work is really split: d = 768 is 6 matmul column blocks
 // (kMatmulBlockColumns = 128) and 12 mixer channel ranges, d_ff = 2048 is 16 blocks, so 3 threads
 // get at least 2 blocks each. Prefill, decode and both after each other, for 1 to 4 threads.
