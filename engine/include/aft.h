@@ -119,7 +119,9 @@ typedef enum aft_logits_mode {
 
 /* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode
  * asks. On any error the session is unchanged: tokens and positions are checked before work starts.
- */
+ * Determinism: the same tokens fed in the same calls give bit-identical logits whatever n_threads
+ * and on every kernel path; feeding them in other calls (a prompt at once or in pieces) gives the
+ * same logits to within float rounding. */
 aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t n_tokens,
                             aft_logits_mode mode, float* logits);
 
