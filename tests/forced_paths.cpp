@@ -32,7 +32,10 @@ class ForcedPaths : public ::testing::Environment {
                    << "it has is " << active << "); skipped";
     }
     const char* onednn = std::getenv("ONEDNN_MAX_CPU_ISA");
-    if (!onednn || !*onednn) return;
+    if (!onednn || !*onednn) {
+      if (kernels && *kernels) std::printf("forced paths: kernels %s\n", active);
+      return;
+    }
     for (const OneDnnIsa& known : kOneDnnIsas) {
       if (std::strcmp(onednn, known.name) != 0) continue;
       if (dnnl::get_effective_cpu_isa() != known.isa) {
