@@ -28,29 +28,34 @@ struct RowWeights {
   }
 };
 
+// Batches full batches from lane c, or (Batches == 1, count < size) one tail batch.
 template <class A, std::size_t Batches, class Weights>
 bool aft_window_sums_batches(std::size_t c, std::size_t count, std::size_t entries,
                              const Weights& weights, const float* const* u_rows,
                              const float* const* v_rows, float* sa, float* sb) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
+  // Unrolled, so that the accumulators stay in registers.
   B a[Batches], b[Batches];
+#pragma GCC unroll 4
   for (std::size_t i = 0; i < Batches; ++i) a[i] = b[i] = B(0.0f);
   for (std::size_t j = 0; j < entries; ++j) {
+    const float* u = u_rows[j] + c;
+    const float* v = v_rows[j] + c;
+#pragma GCC unroll 4
     for (std::size_t i = 0; i < Batches; ++i) {
-      const std::size_t lanes = i + 1 == Batches ? count : L;
-      const B p = weights.template at<A>(j, c + i * L, lanes) *
-                  load_lanes<A>(u_rows[j] + c + i * L, lanes, 0.0f);
+      const B p =
+          weights.template at<A>(j, c + i * L, count) * load_lanes<A>(u + i * L, count, 0.0f);
       b[i] += p;
-      a[i] = xsimd::fma(p, load_lanes<A>(v_rows[j] + c + i * L, lanes, 0.0f), a[i]);
+      a[i] = xsimd::fma(p, load_lanes<A>(v + i * L, count, 0.0f), a[i]);
     }
   }
   bool stable = true;
+#pragma GCC unroll 4
   for (std::size_t i = 0; i < Batches; ++i) {
-    const std::size_t lanes = i + 1 == Batches ? count : L;
-    store_lanes<A>(a[i], sa + c + i * L, lanes);
-    store_lanes<A>(b[i], sb + c + i * L, lanes);
-    const B checked = lanes == L ? b[i] : xsimd::select(first_lanes<A>(lanes), b[i], B(1.0f));
+    store_lanes<A>(a[i], sa + c + i * L, count);
+    store_lanes<A>(b[i], sb + c + i * L, count);
+    const B checked = count == L ? b[i] : xsimd::select(first_lanes<A>(count), b[i], B(1.0f));
     stable = stable && xsimd::all(checked >= B(kAftWindowMinSum));
   }
   return stable;
