@@ -76,6 +76,7 @@ TEST(AftBench, MeasuresTheLimitsAndRatios) {
     } else {
       EXPECT_GT(row["fraction_of_read_bandwidth"].get<double>(), 0.0) << row.dump();
       EXPECT_GT(row["fraction_of_read_at_weight_size"].get<double>(), 0.0) << row.dump();
+      EXPECT_GT(row["fraction_of_fma_peak"].get<double>(), 0.0) << row.dump();
     }
   }
 }

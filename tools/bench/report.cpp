@@ -31,6 +31,10 @@ struct Achieved {
   const char* unit = "";
   double limit = 0.0;
   double weights_limit = 0.0;
+  // Decode of a small model is bound by compute once its weights stay in cache: its FLOP rate
+  // against the FMA peak.
+  double gflops = 0.0;
+  double fma_limit = 0.0;
 };
 
 Achieved achieved(const Report& r, const TestResult& t) {
@@ -39,17 +43,23 @@ Achieved achieved(const Report& r, const TestResult& t) {
   if (t.kind == TestKind::Prefill) {
     return {flops_per_token(r) * tps / 1e9, "GFLOP/s", l ? l->fma() : 0.0, 0.0};
   }
-  return {weight_bytes(r) * tps / 1e9, "GB/s", l ? l->read() : 0.0, l ? l->read_weights() : 0.0};
+  return {weight_bytes(r) * tps / 1e9,
+          "GB/s",
+          l ? l->read() : 0.0,
+          l ? l->read_weights() : 0.0,
+          flops_per_token(r) * tps / 1e9,
+          l ? l->fma() : 0.0};
+}
+
+std::string percent(double value, double limit) {
+  return std::to_string(static_cast<int>(std::lround(100.0 * value / limit))) + "%";
 }
 
 std::string ratio_text(const Achieved& a, bool prefill) {
   if (a.limit <= 0.0) return "-";
-  const std::string percent =
-      std::to_string(static_cast<int>(std::lround(100.0 * a.value / a.limit)));
-  if (prefill) return percent + "% of FMA peak";
-  return percent + "% of memory read, " +
-         std::to_string(static_cast<int>(std::lround(100.0 * a.value / a.weights_limit))) +
-         "% of read at weights' size";
+  if (prefill) return percent(a.value, a.limit) + " of FMA peak";
+  return percent(a.value, a.limit) + " of memory read, " + percent(a.value, a.weights_limit) +
+         " of read at weights' size, " + percent(a.gflops, a.fma_limit) + " of FMA peak";
 }
 
 // Tokens/s at t.threads over the same test at 1 thread; 0 when that was not run.
@@ -236,6 +246,9 @@ void write_json(const Report& r, std::FILE* out) {
       row["fraction_of_read_bandwidth"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
       row["fraction_of_read_at_weight_size"] =
           a.weights_limit > 0.0 ? Json(a.value / a.weights_limit) : Json(nullptr);
+      row["gflops"] = a.gflops;
+      row["fraction_of_fma_peak"] =
+          a.fma_limit > 0.0 ? Json(a.gflops / a.fma_limit) : Json(nullptr);
     }
     j["results"].push_back(row);
   }
