@@ -23,6 +23,8 @@
 
 #include <dnnl.hpp>
 
+#include "kernels/single_threaded_onednn.h"
+
 namespace aft::kernels {
 namespace {
 
@@ -50,20 +52,6 @@ dnnl::engine& cpu_engine() {
 }
 
 memory::dim dim(std::size_t v) { return static_cast<memory::dim>(v); }
-
-// oneDNN sizes its internal split by omp_get_max_threads() when a primitive is created and, for
-// some implementations, when it runs outside a parallel region. Pinning it to 1 makes every
-// primitive single-threaded, whatever the caller's OpenMP settings.
-class SingleThreadedOneDnn {
- public:
-  SingleThreadedOneDnn() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~SingleThreadedOneDnn() { omp_set_num_threads(saved_); }
-  SingleThreadedOneDnn(const SingleThreadedOneDnn&) = delete;
-  SingleThreadedOneDnn& operator=(const SingleThreadedOneDnn&) = delete;
-
- private:
-  int saved_;
-};
 
 struct Primitive {
   dnnl::matmul::primitive_desc pd;

@@ -1,12 +1,14 @@
 // The AFT operator, streaming: each token updates the layer's state and reads its weighted average
 // (../docs/architecture.md, "The AFT mixer"). Prefill and decode run this same code, token by
-// token, channels split across threads.
+// token, channels split across threads; only prompts that every position of sees whole (AFT-full,
+// an AFT-local prompt's first window) go to the matrix products of aft_full_prefill.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "aft_full_prefill.h"
 #include "models/position_bias.h"
 #include "ops.h"
 #include "parallel.h"
@@ -29,6 +31,14 @@ class AftMixerOp final : public Op {
            const Tensor& out) const override {
     MixerState& state = ctx.state.layers[layer_];
     reserve_rows(state, ctx.position + static_cast<int64_t>(out.rows), out.width);
+    // Several tokens that see every earlier position with a bias shared by the channels (AFT-full,
+    // or a local model's first window): matrix products instead of one step per pair.
+    if (out.rows > 1 && ctx.position + static_cast<int64_t>(out.rows) <= window_ &&
+        !bias_.per_channel(0) && key_width_ == out.width) {
+      run_full_prefill(ctx, bias_, inputs[0], inputs[1], inputs[2], state, out);
+      state.frame_valid = false;  // it stores keys without the window's frame
+      return;
+    }
     const bool reframe = !state.frame_valid;
     // Per channel and token: one accumulator step (about 10 units) per windowed position.
     const std::size_t cost =
