@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api_handles.h"
+#include "logit_error.h"
 #include "model_file_writer.h"
 #include "ops/exp_nonpositive.h"
 
@@ -27,21 +28,6 @@ std::vector<int32_t> token_sequence(std::size_t n, uint32_t seed = 11) {
     t = static_cast<int32_t>((x >> 8) % kVocab);
   }
   return tokens;
-}
-
-// The largest difference per row of logits, relative to the row's largest logit.
-double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double worst = 0.0;
-  for (std::size_t start = 0; start + kVocab <= want.size(); start += kVocab) {
-    double diff = 0.0, scale = 1e-30;
-    for (std::size_t i = start; i < start + kVocab; ++i) {
-      diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - want[i]));
-      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
 }
 
 // Logits of every position, each chunk of tokens in one call.
@@ -126,7 +112,7 @@ TEST_P(AftFullPrefillTest, PrefillInAnyChunksMatchesDecode) {
   const std::vector<int32_t> tokens = token_sequence(kTokens);
   const std::vector<float> decoded = decode_each(model.get(), tokens);
   for (const std::vector<std::size_t>& chunks : kChunkings) {
-    EXPECT_LE(max_relative_error(eval_chunks(model.get(), tokens, chunks), decoded), 1e-4)
+    EXPECT_LE(max_relative_error(eval_chunks(model.get(), tokens, chunks), decoded, kVocab), 1e-4)
         << "chunks of " << ::testing::PrintToString(chunks);
   }
 }
@@ -138,7 +124,7 @@ TEST_P(AftFullPrefillTest, DecodeContinuesAfterPrefill) {
   std::vector<std::size_t> chunks{300};
   chunks.resize(kTokens - 300 + 1, 1);
   EXPECT_LE(max_relative_error(eval_chunks(model.get(), tokens, chunks),
-                               decode_each(model.get(), tokens)),
+                               decode_each(model.get(), tokens), kVocab),
             1e-4);
 }
 
@@ -162,7 +148,7 @@ TEST_P(AftFullPrefillTest, AdversarialKeysAndBiasesMatchDecode) {
   for (const std::vector<std::size_t>& chunks : kChunkings) {
     const std::vector<float> prefill = eval_chunks(model.get(), tokens, chunks);
     for (float logit : prefill) ASSERT_TRUE(std::isfinite(logit));
-    EXPECT_LE(max_relative_error(prefill, decoded), 1e-4)
+    EXPECT_LE(max_relative_error(prefill, decoded, kVocab), 1e-4)
         << "chunks of " << ::testing::PrintToString(chunks);
   }
 }

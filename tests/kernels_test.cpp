@@ -10,10 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "random_vector.h"
+
 #include "kernels/kernels.h"
 
 namespace aft::kernels {
 namespace {
+
+using test_data::random_vector;
 
 constexpr double kUlp = 1.0 / (1 << 23);  // float epsilon, 2^-23
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -21,14 +25,6 @@ constexpr double kFloatMin = std::numeric_limits<float>::min();  // smallest nor
 constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels must leave it
 
 const std::vector<std::size_t> kSizes = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257, 1000};
-
-std::vector<float> random_vector(std::size_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // n outputs followed by guard values.
 std::vector<float> guarded(std::size_t n) { return std::vector<float>(n + 16, kGuard); }

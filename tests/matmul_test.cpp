@@ -14,15 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include "random_vector.h"
+
 namespace aft::kernels {
 namespace {
 
+// Inputs uniform in [-1, 1).
 std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+  return test_data::random_vector(n, -1.0f, 1.0f, seed);
 }
 
 struct Problem {

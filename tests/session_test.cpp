@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api_handles.h"
+#include "logit_error.h"
 #include "model_file_writer.h"
 
 namespace aft::testing {
@@ -20,20 +21,6 @@ std::vector<int32_t> token_sequence(std::size_t n, int32_t vocab, uint32_t seed 
     t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
   }
   return tokens;
-}
-
-double max_relative_error(const std::vector<float>& got, const std::vector<float>& want,
-                          std::size_t row) {
-  double worst = 0.0;
-  for (std::size_t start = 0; start < want.size(); start += row) {
-    double diff = 0.0, scale = 1e-30;
-    for (std::size_t i = start; i < start + row; ++i) {
-      diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - want[i]));
-      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
 }
 
 // Logits of every position, one token at a time.
