@@ -19,10 +19,7 @@
 namespace aft::kernels {
 namespace {
 
-// Inputs uniform in [-1, 1).
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  return test_data::random_vector(n, -1.0f, 1.0f, seed);
-}
+using test_data::random_vector;
 
 struct Problem {
   std::size_t m, k, n;
@@ -31,9 +28,9 @@ struct Problem {
       : m(m_),
         k(k_),
         n(n_),
-        x(random_vector(m * k, 1)),
-        w(random_vector(n * k, 2)),
-        bias(random_vector(n, 3)) {}
+        x(random_vector(m * k, -1.0f, 1.0f, 1)),
+        w(random_vector(n * k, -1.0f, 1.0f, 2)),
+        bias(random_vector(n, -1.0f, 1.0f, 3)) {}
 };
 
 double apply(PostOp post, double v) {
@@ -167,8 +164,8 @@ TEST(Matmul, MovedObjectStillRuns) {
 TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
   const Shape shapes[] = {{0, 512, 512}, {0, 512, 2048}, {0, 2048, 512}};
   for (const Shape& s : shapes) {
-    const auto w = random_vector(s.k * s.n, 4);
-    const auto bias = random_vector(s.n, 5);
+    const auto w = random_vector(s.k * s.n, -1.0f, 1.0f, 4);
+    const auto bias = random_vector(s.n, -1.0f, 1.0f, 5);
     for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu}) {
       const Matmul mm(s.k, s.n, w.data(), bias.data(), post);
       const std::string impl = mm.implementation();

@@ -16,10 +16,7 @@
 namespace aft::kernels {
 namespace {
 
-// Inputs uniform in [-1, 1).
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  return test_data::random_vector(n, -1.0f, 1.0f, seed);
-}
+using test_data::random_vector;
 
 struct Problem {
   std::size_t m, n, k;
@@ -32,8 +29,8 @@ struct Problem {
         lda(k_ + 3),
         ldb(n_ + 5),
         ldc(n_ + 7),
-        a(random_vector(m_ * lda, 1)),
-        b(random_vector(k_ * ldb, 2)) {}
+        a(random_vector(m_ * lda, -1.0f, 1.0f, 1)),
+        b(random_vector(k_ * ldb, -1.0f, 1.0f, 2)) {}
 
   // c with its padding set to a marker the product must not touch.
   std::vector<float> output() const { return std::vector<float>(m * ldc, -7.0f); }
