@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "error.h"
 #include "describe.h"
+#include "error.h"
 #include "utf8.h"
 
 namespace aft {

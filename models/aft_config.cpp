@@ -5,8 +5,8 @@
 #include <initializer_list>
 #include <utility>
 
-#include "engine/error.h"
 #include "engine/describe.h"
+#include "engine/error.h"
 
 namespace aft {
 namespace {

@@ -1,4 +1,5 @@
-// The configuration of an AFT language model (docs/format.md, "config"), and the tensors it implies.
+// The configuration of an AFT language model (docs/format.md, "config"), and the tensors it
+// implies.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,8 @@ struct ModelConfig {
   bool head_bias = true;
   float norm_eps = 1e-5f;
 
-  // Parses and checks every field and their consistency; throws Error(AFT_ERR_FORMAT) with a message
-  // "<where>: config.<key>: expected ..., found ...".
+  // Parses and checks every field and their consistency; throws Error(AFT_ERR_FORMAT) with a
+  // message "<where>: config.<key>: expected ..., found ...".
   static ModelConfig from_json(const nlohmann::json& config, const std::string& where);
 
   // Positions a sequence may reach: max_seq_len for absolute-position models, 0 = unlimited.

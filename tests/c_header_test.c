@@ -7,7 +7,8 @@
 int main(void) {
   aft_model* model = NULL;
   aft_status status = aft_model_load("no-such-file.aft", NULL, &model);
-  if (status != AFT_ERR_IO || model != NULL || strstr(aft_last_error(), "no-such-file.aft") == NULL) {
+  if (status != AFT_ERR_IO || model != NULL ||
+      strstr(aft_last_error(), "no-such-file.aft") == NULL) {
     fprintf(stderr, "unexpected status %d: %s\n", (int)status, aft_last_error());
     return 1;
   }
