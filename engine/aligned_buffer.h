@@ -1,21 +1,51 @@
-// An owned float array aligned to 64 bytes (a cache line, an AVX-512 register).
+// Float arrays aligned to 64 bytes (a cache line, an AVX-512 register). Arrays that threads split
+// into channel blocks need it: with malloc's 16-byte alignment the line at each block boundary
+// would be written by two threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace aft {
+
+constexpr std::size_t kCacheLine = 64;
+
+inline void* allocate_cache_aligned(std::size_t bytes) {
+  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+// For std::vector: a growable, copyable array with the same alignment.
+template <class T>
+struct CacheAlignedAllocator {
+  using value_type = T;
+  CacheAlignedAllocator() = default;
+  template <class U>
+  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_cache_aligned(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  template <class U>
+  bool operator==(const CacheAlignedAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CacheAlignedAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
+using AlignedFloats = std::vector<float, CacheAlignedAllocator<float>>;
 
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t floats) : size_(floats) {
     if (floats == 0) return;
-    const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    if (!data_) throw std::bad_alloc();
+    data_.reset(static_cast<float*>(allocate_cache_aligned(floats * sizeof(float))));
   }
   float* data() const { return data_.get(); }
   std::size_t size() const { return size_; }

@@ -27,7 +27,6 @@ struct ExecContext {
   int64_t position;       // of the first token of this call
   const int32_t* tokens;  // the call's tokens, already validated
   SessionState& state;
-  float* mixer_scratch;  // 3 x d floats for the AFT mixer's per-token window sums
 };
 
 class Op {

@@ -13,10 +13,7 @@
 namespace aft {
 
 Session::Session(const Model& model, int n_threads)
-    : model_(model),
-      n_threads_(n_threads),
-      state_(model.initial_state()),
-      mixer_scratch_(3 * static_cast<std::size_t>(model.config().d_model)) {
+    : model_(model), n_threads_(n_threads), state_(model.initial_state()) {
   for (std::size_t width : model.buffer_plan().buffer_widths) {
     buffers_.emplace_back(width * kMaxChunkRows);
     buffer_pointers_.push_back(buffers_.back().data());
@@ -72,9 +69,8 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       if (mode == AFT_LOGITS_ALL) output_rows = rows;
       if (mode == AFT_LOGITS_LAST && last_chunk) output_rows = 1;
 
-      const ExecContext ctx{
-          kernels::active_kernels(), n_threads_, state_.position, tokens + done, state_,
-          mixer_scratch_.data()};
+      const ExecContext ctx{kernels::active_kernels(), n_threads_, state_.position, tokens + done,
+                            state_};
       const Tensor out =
           execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {

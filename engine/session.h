@@ -33,7 +33,6 @@ class Session {
   SessionState state_;
   std::vector<AlignedBuffer> buffers_;
   std::vector<float*> buffer_pointers_;
-  AlignedBuffer mixer_scratch_;
 };
 
 }  // namespace aft

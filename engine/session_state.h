@@ -6,22 +6,25 @@
 #include <cstdint>
 #include <vector>
 
+#include "aligned_buffer.h"
+#include "channel_blocked_rows.h"
+
 namespace aft {
 
 struct MixerState {
   // Global accumulators over the positions outside the window (bias 0), per channel:
   // m the running max of the keys, a = sum exp(k - m) v, b = sum exp(k - m).
-  std::vector<float> m, a, b;
+  AlignedFloats m, a, b;
   // The last `capacity` keys (expanded to d channels) and values, position p at row p % capacity.
   // Full-bias models keep every position: their rows grow with the sequence.
-  std::vector<float> keys, values;
+  ChannelBlockedRows keys, values;
   // The window's frame (kernels.h, "AFT window"): per channel a reference >= every windowed key,
   // and each key row again as exp(key - frame), in the same rows as keys. frame_valid is false
   // when keys were stored without updating it (the matrix-product prefill of AFT-full).
-  std::vector<float> frame, scaled_keys;
+  AlignedFloats frame;
+  ChannelBlockedRows scaled_keys;
   bool frame_valid = true;
   std::size_t capacity = 0;
-  std::size_t rows = 0;  // rows allocated in keys, values and scaled_keys
 
   void reset();
 };

@@ -123,9 +123,9 @@ struct Matmul::Impl {
   }
 
   // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
-  // the calling thread's block buffer, then copied to its place in y.
+  // the calling thread's block buffer, then copied (or added to the residual) to its place in y.
   void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
-                 const float* x, float* y) const {
+                 const float* x, float* y, const float* residual) const {
     thread_local std::vector<float> block;
     if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
@@ -144,7 +144,14 @@ struct Matmul::Impl {
     p.matmul.execute(stream, args);
     stream.wait();
     for (std::size_t r = 0; r < m; ++r) {
-      std::memcpy(y + r * n + column, block.data() + r * width, width * sizeof(float));
+      const float* from = block.data() + r * width;
+      float* to = y + r * n + column;
+      if (residual == nullptr) {
+        std::memcpy(to, from, width * sizeof(float));
+        continue;
+      }
+      const float* skip = residual + r * n + column;
+      for (std::size_t c = 0; c < width; ++c) to[c] = skip[c] + from[c];
     }
   }
 };
@@ -180,7 +187,8 @@ Matmul::~Matmul() = default;
 Matmul::Matmul(Matmul&&) noexcept = default;
 Matmul& Matmul::operator=(Matmul&&) noexcept = default;
 
-void Matmul::run(std::size_t m, const float* x, float* y, int n_threads) const {
+void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
+                 const float* residual) const {
   if (m == 0) return;
   Impl& impl = *impl_;
   const std::string what = "run with M=" + std::to_string(m);
@@ -204,7 +212,8 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads) const {
     const std::size_t column = b * kMatmulBlockColumns;
     const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
     try {
-      impl.run_block(width == impl.full_width() ? p.full : p.tail, m, column, width, x, y);
+      impl.run_block(width == impl.full_width() ? p.full : p.tail, m, column, width, x, y,
+                     residual);
     } catch (const dnnl::error& e) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::make_exception_ptr(e);

@@ -1,5 +1,6 @@
-// Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias), W in PyTorch's
-// nn.Linear layout [N, K] row-major, read in place (not copied). M is chosen per call.
+// Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
+// W in PyTorch's nn.Linear layout [N, K] row-major, read in place (not copied). M is chosen per
+// call.
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns, and each block is computed by one thread running a single-threaded oneDNN
@@ -28,8 +29,11 @@ class Matmul {
   Matmul& operator=(Matmul&&) noexcept;
 
   // Runs the column blocks on up to n_threads OpenMP threads. Thread-safe; call from serial code
-  // (it opens its own parallel region; oneDNN never starts threads of its own).
-  void run(std::size_t m, const float* x, float* y, int n_threads) const;
+  // (it opens its own parallel region; oneDNN never starts threads of its own). residual: null,
+  // or [M, N] added to the result as each block is written (a transformer's skip connection,
+  // without a pass of its own over y).
+  void run(std::size_t m, const float* x, float* y, int n_threads,
+           const float* residual = nullptr) const;
 
   // oneDNN's implementation names, for diagnostics: small M runs one primitive, larger M another,
   // e.g. "gemm:jit (M <= 8), brg:avx512_core (M > 8)". Starts with "ref" if either is the slow

@@ -35,6 +35,13 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& wei
         make_linear_op(in, out, weight(prefix + ".weight"), weight(prefix + ".bias"), post), {x},
         prefix, out, rows);
   };
+  // x + (in W^T + bias): the skip connection added as the product is written.
+  auto linear_plus = [&](const std::string& prefix, std::size_t in, ValueId y, ValueId x,
+                         RowSet rows) {
+    return g.add_node(make_linear_op(in, d, weight(prefix + ".weight"), weight(prefix + ".bias"),
+                                     kernels::PostOp::None),
+                      {y, x}, prefix, d, rows);
+  };
   auto layer_norm = [&](const std::string& prefix, ValueId x, RowSet rows) {
     return g.add_node(
         make_layer_norm_op(weight(prefix + ".weight"), weight(prefix + ".bias"), config.norm_eps),
@@ -72,14 +79,11 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& wei
     const ValueId y = g.add_node(
         make_aft_mixer_op(static_cast<std::size_t>(i), key_width, *model.position_biases.back()),
         {q, k, v}, mixer, d, RowSet::Tokens);
-    const ValueId o = linear(mixer + ".output", d, d, y, kernels::PostOp::None, after_mixer);
-    x = g.add_node(make_add_op(), {x, o}, layer + ".residual1", d, after_mixer);
+    x = linear_plus(mixer + ".output", d, y, x, after_mixer);
 
     const ValueId h2 = layer_norm(layer + ".norm2", x, after_mixer);
     const ValueId up = linear(layer + ".ffn.up", d, d_ff, h2, activation, after_mixer);
-    const ValueId down =
-        linear(layer + ".ffn.down", d_ff, d, up, kernels::PostOp::None, after_mixer);
-    x = g.add_node(make_add_op(), {x, down}, layer + ".residual2", d, after_mixer);
+    x = linear_plus(layer + ".ffn.down", d_ff, up, x, after_mixer);
   }
 
   const ValueId h = layer_norm("norm", x, RowSet::Output);

@@ -148,6 +148,26 @@ TEST(Matmul, ThreadCountDoesNotChangeResults) {
   }
 }
 
+// The residual is added to each output exactly once, after the post-op, for every path (runtime
+// and fixed M) and thread count.
+TEST(Matmul, ResidualIsAddedToTheResult) {
+  const std::size_t n = 2 * kMatmulBlockColumns + 5;
+  const Problem p(64, 40, n);
+  const std::vector<float> residual = random_vector(p.m * n, -4.0f, 4.0f, 4);
+  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Relu);
+  for (std::size_t m : {1, 9, 64}) {
+    std::vector<float> plain(m * n);
+    mm.run(m, p.x.data(), plain.data(), 1);
+    for (int threads : {1, 3}) {
+      std::vector<float> y(m * n);
+      mm.run(m, p.x.data(), y.data(), threads, residual.data());
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(y[i], residual[i] + plain[i]) << "M=" << m << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(Matmul, MovedObjectStillRuns) {
   const Problem p(12, 20, 6);
   Matmul first(p.k, p.n, p.w.data(), nullptr, PostOp::None);

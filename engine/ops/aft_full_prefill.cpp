@@ -13,13 +13,13 @@
 #include "aft_full_prefill.h"
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <vector>
 
 #include "aligned_buffer.h"
+#include "channel_blocked_rows.h"
 #include "exp_nonpositive.h"
 #include "kernels/single_thread_gemm.h"
 #include "parallel.h"
@@ -32,7 +32,8 @@ namespace {
 // of 64). Row blocks skip most of the diagonal block's masked half.
 constexpr std::size_t kKeyBlock = 256;
 constexpr std::size_t kRowBlock = 64;
-constexpr std::size_t kChannelBlock = 64;  // a multiple of every SIMD width (see parallel.h)
+// The state's channel blocks (channel_blocked_rows.h): a block's keys are contiguous rows.
+constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
 
 // Below this, a block's D is recomputed with the exact streaming accumulator. Why 2^-88: exp()
 // results and products below 2^-126 may be subnormal or flushed to 0, an absolute error of at most
@@ -141,13 +142,18 @@ class FullPrefill {
   }
 
  private:
-  const float* key_row(std::size_t position) const { return &state_.keys[position * d_]; }
-  const float* value_row(std::size_t position) const { return &state_.values[position * d_]; }
+  // Channels [c, c + kChannelBlock) of a position's key or value; c a multiple of kChannelBlock.
+  const float* key_row(std::size_t position, std::size_t c) const {
+    return state_.keys.row(position, c / kChannelBlock);
+  }
+  const float* value_row(std::size_t position, std::size_t c) const {
+    return state_.values.row(position, c / kChannelBlock);
+  }
 
   void store_rows() {
     for (std::size_t r = 0; r < rows_; ++r) {
-      std::memcpy(&state_.keys[(first_ + r) * d_], key_.row(r), d_ * sizeof(float));
-      std::memcpy(&state_.values[(first_ + r) * d_], value_.row(r), d_ * sizeof(float));
+      state_.keys.store(first_ + r, key_.row(r));
+      state_.values.store(first_ + r, value_.row(r));
     }
   }
 
@@ -206,12 +212,12 @@ class FullPrefill {
     float* max = s.key_max;
     std::fill(max, max + width, -std::numeric_limits<float>::infinity());
     for (std::size_t i = 0; i < length; ++i) {
-      const float* k = key_row(begin + i) + c0;
+      const float* k = key_row(begin + i, c0);
       for (std::size_t c = 0; c < width; ++c) max[c] = std::max(max[c], k[c]);
     }
     for (std::size_t i = 0; i < length; ++i) {
-      const float* k = key_row(begin + i) + c0;
-      const float* v = value_row(begin + i) + c0;
+      const float* k = key_row(begin + i, c0);
+      const float* v = value_row(begin + i, c0);
       float* weighted = s.factors + i * 2 * kChannelBlock;
       float* f = weighted + width;
       for (std::size_t c = 0; c < width; ++c) {
@@ -254,7 +260,8 @@ class FullPrefill {
     const std::size_t end = std::min(begin + kKeyBlock, t + 1);
     for (std::size_t tp = begin; tp < end; ++tp) {
       ctx_.kernels.aft_accumulate_f32(
-          1, &p.m, &p.a, &p.b, key_row(tp) + c, value_row(tp) + c,
+          1, &p.m, &p.a, &p.b, key_row(tp, c - c % kChannelBlock) + c % kChannelBlock,
+          value_row(tp, c - c % kChannelBlock) + c % kChannelBlock,
           bias_.scalar(static_cast<int64_t>(t), static_cast<int64_t>(tp)));
     }
     return p;

@@ -1,7 +1,8 @@
 // The AFT operator, streaming: each token updates the layer's state and reads its weighted average
-// (../docs/architecture.md, "The AFT mixer"). Prefill and decode run this same code, token by
-// token, channels split across threads; only prompts that every position of sees whole (AFT-full,
-// an AFT-local prompt's first window) go to the matrix products of aft_full_prefill.cpp.
+// (../docs/architecture.md, "The AFT mixer"). Prefill and decode run this same code: threads take
+// whole channel blocks (channel_blocked_rows.h), each block runs its tokens in order. Only prompts
+// that every position of sees whole (AFT-full, an AFT-local prompt's first window) go to the matrix
+// products of aft_full_prefill.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "aft_full_prefill.h"
+#include "channel_blocked_rows.h"
 #include "models/position_bias.h"
 #include "ops.h"
 #include "parallel.h"
@@ -17,8 +19,25 @@
 namespace aft {
 namespace {
 
-// Channel ranges per thread start at multiples of this (see parallel.h).
-constexpr std::size_t kChannelAlign = 64;
+using Blocks = ChannelBlockedRows;
+
+// For a bias shared by the channels: each chunk row's window weights exp(w - top), oldest entry
+// first, and top, the row's largest bias. Computed once per chunk, not once per channel block.
+struct SharedWindowWeights {
+  std::size_t stride = 0;  // floats per row: the chunk's largest window
+  std::vector<float> e;
+  std::vector<float> top;
+};
+
+// The window's entries t' = first..t of one channel block, oldest first, with their weights.
+// Per thread: the vectors keep their capacity from token to token.
+struct Window {
+  std::size_t entries = 0;
+  int64_t first = 0;
+  std::vector<const float*> keys, values;
+  std::vector<float*> scaled;
+  std::vector<const float*> e_rows;  // per-channel biases: a weight row per entry
+};
 
 class AftMixerOp final : public Op {
  public:
@@ -39,46 +58,79 @@ class AftMixerOp final : public Op {
       state.frame_valid = false;  // it stores keys without the window's frame
       return;
     }
+    const SharedWindowWeights* shared = nullptr;
+    if (window_ > 0 && !bias_.per_channel_max()) {
+      thread_local SharedWindowWeights weights;
+      fill_shared_weights(ctx, out.rows, weights);
+      shared = &weights;
+    }
     const bool reframe = !state.frame_valid;
     // Per channel and token: one accumulator step (about 10 units) per windowed position.
     const std::size_t cost =
-        out.rows * 10 *
+        Blocks::kBlock * out.rows * 10 *
         (1 + static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + out.rows)));
-    parallel_ranges(out.width, kChannelAlign, ctx.n_threads, cost,
+    parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, cost,
                     [&](std::size_t begin, std::size_t end) {
-                      run_channels(ctx, inputs, out, state, reframe, begin, end);
+                      for (std::size_t block = begin; block < end; ++block) {
+                        run_block(ctx, inputs, out, state, shared, reframe, block);
+                      }
                     });
     state.frame_valid = true;
   }
 
  private:
-  // Full-bias models keep every position; their key/value rows grow with the sequence.
+  // Full-bias models keep every position: their key/value rows grow with the sequence.
   static void reserve_rows(MixerState& state, int64_t positions, std::size_t width) {
     const std::size_t needed = std::min(state.capacity, static_cast<std::size_t>(positions));
-    if (state.rows >= needed) return;
-    const std::size_t rows = std::min(state.capacity, std::max(needed, 2 * state.rows));
-    state.keys.resize(rows * width);
-    state.values.resize(rows * width);
-    state.scaled_keys.resize(rows * width);
-    state.rows = rows;
+    const std::size_t had = state.keys.rows();
+    if (had >= needed) return;
+    const std::size_t rows = std::min(state.capacity, std::max(needed, 2 * had));
+    state.keys.resize(rows, width);
+    state.values.resize(rows, width);
+    state.scaled_keys.resize(rows, width);
   }
 
-  // Channels [c0, c1) of every row. reframe: rebuild the window's frame before the first token.
-  void run_channels(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
-                    MixerState& state, bool reframe, std::size_t c0, std::size_t c1) const {
+  void fill_shared_weights(const ExecContext& ctx, std::size_t rows,
+                           SharedWindowWeights& weights) const {
+    weights.stride = static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + rows));
+    weights.e.resize(rows * weights.stride);
+    weights.top.resize(rows);
+    // Per row: a bias and an exp per entry.
+    parallel_ranges(rows, 1, ctx.n_threads, weights.stride * 20,
+                    [&](std::size_t r0, std::size_t r1) {
+                      for (std::size_t r = r0; r < r1; ++r) {
+                        const int64_t t = ctx.position + static_cast<int64_t>(r);
+                        const int64_t first = std::max<int64_t>(0, t - window_ + 1);
+                        float* e = weights.e.data() + r * weights.stride;
+                        float top = -std::numeric_limits<float>::infinity();
+                        for (int64_t tp = first; tp <= t; ++tp) {
+                          e[tp - first] = bias_.scalar(t, tp);
+                          top = std::max(top, e[tp - first]);
+                        }
+                        for (int64_t j = 0; j <= t - first; ++j) e[j] = std::exp(e[j] - top);
+                        weights.top[r] = top;
+                      }
+                    });
+  }
+
+  // Every token of the chunk for channel block `block`. reframe: rebuild the window's frame before
+  // the first token.
+  void run_block(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                 MixerState& state, const SharedWindowWeights* shared, bool reframe,
+                 std::size_t block) const {
     const kernels::KernelTable& k = ctx.kernels;
     const Tensor& q = inputs[0];
     const Tensor& key = inputs[1];
     const Tensor& value = inputs[2];
-    const std::size_t n = c1 - c0;
-    const std::size_t d = out.width;
+    const std::size_t c0 = block * Blocks::kBlock;
+    const std::size_t n = Blocks::block_width(out.width, block);
     float* m = state.m.data() + c0;
     float* a = state.a.data() + c0;
     float* b = state.b.data() + c0;
+    float* frame = state.frame.data() + c0;
     // Per token: the window sums, and the largest bias of the window per channel.
-    float* bias_max = ctx.mixer_scratch + c0;
-    float* sa = ctx.mixer_scratch + d + c0;
-    float* sb = ctx.mixer_scratch + 2 * d + c0;
+    alignas(64) float sa[Blocks::kBlock], sb[Blocks::kBlock], top_row[Blocks::kBlock];
+    thread_local Window w;
 
     for (std::size_t r = 0; r < out.rows; ++r) {
       const int64_t t = ctx.position + static_cast<int64_t>(r);
@@ -90,104 +142,79 @@ class AftMixerOp final : public Op {
       // The position leaving the window joins the global sums with bias 0; its row is reused.
       const std::size_t slot = static_cast<std::size_t>(t) % state.capacity;
       if (t >= window_) {
-        k.aft_accumulate_f32(n, m, a, b, &state.keys[slot * d + c0], &state.values[slot * d + c0],
+        k.aft_accumulate_f32(n, m, a, b, state.keys.row(slot, block), state.values.row(slot, block),
                              0.0f);
       }
-      store_key(key.row(r), &state.keys[slot * d], c0, c1, d);
-      std::memcpy(&state.values[slot * d + c0], value.row(r) + c0, n * sizeof(float));
+      store_key(key.row(r), state.keys.row(slot, block), c0, n, out.width);
+      std::memcpy(state.values.row(slot, block), value.row(r) + c0, n * sizeof(float));
 
-      Window& w = window_rows(state, t, c0);
+      window_rows(state, t, block, w);
       if (reframe) {
-        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(),
-                                 state.frame.data() + c0);
+        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), frame);
         reframe = false;
       } else {
-        k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), state.frame.data() + c0,
-                              w.keys[w.entries - 1], w.scaled[w.entries - 1]);
+        k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), frame, w.keys[w.entries - 1],
+                              w.scaled[w.entries - 1]);
       }
-      const float* max_row = window_weights(w, t, c0, n, bias_max);
-      bool stable = window_sums(k, w, n, sa, sb);
+      const float* e = nullptr;
+      const float* max_row = nullptr;
+      if (shared) {
+        e = shared->e.data() + r * shared->stride;
+        std::fill(top_row, top_row + n, shared->top[r]);
+        max_row = top_row;
+      } else {
+        w.e_rows.resize(w.entries);
+        for (std::size_t j = 0; j < w.entries; ++j) {
+          w.e_rows[j] = bias_.per_channel_exp(t - (w.first + static_cast<int64_t>(j))) + c0;
+        }
+        max_row = bias_.per_channel_max() + c0;
+      }
+      bool stable = window_sums(k, w, e, n, sa, sb);
       if (!stable) {
         // Keys far below a stale reference: rebuild the frame from the window's own maximum.
-        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(),
-                                 state.frame.data() + c0);
-        stable = window_sums(k, w, n, sa, sb);
+        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), frame);
+        stable = window_sums(k, w, e, n, sa, sb);
       }
       if (stable) {
-        k.aft_window_output_f32(n, q.row(r) + c0, m, a, b, state.frame.data() + c0, max_row, sa, sb,
-                                out.row(r) + c0);
+        k.aft_window_output_f32(n, q.row(r) + c0, m, a, b, frame, max_row, sa, sb, out.row(r) + c0);
       } else {
-        exact_window_output(k, w, state, t, q.row(r) + c0, n, c0, out.row(r) + c0, sa, sb,
-                            bias_max);
+        exact_window_output(k, w, state, t, q.row(r) + c0, n, c0, out.row(r) + c0);
       }
     }
   }
 
-  // The window's entries t' = first..t, oldest first, as rows offset to the thread's channels,
-  // with their weights. Per thread: the vectors keep their capacity from token to token.
-  struct Window {
-    std::size_t entries = 0;
-    int64_t first = 0;
-    std::vector<const float*> keys, values;
-    std::vector<float*> scaled;
-    std::vector<float> e;              // scalar biases: exp(w - max w) per entry
-    std::vector<const float*> e_rows;  // per-channel biases: a row per entry
-  };
-
-  Window& window_rows(MixerState& state, int64_t t, std::size_t c0) const {
-    thread_local Window w;
-    const std::size_t d = state.m.size();
+  // Points w at the rows of block `block` of the window of query position t.
+  void window_rows(MixerState& state, int64_t t, std::size_t block, Window& w) const {
     w.first = std::max<int64_t>(0, t - window_ + 1);
     w.entries = static_cast<std::size_t>(t - w.first + 1);
     w.keys.resize(w.entries);
     w.values.resize(w.entries);
     w.scaled.resize(w.entries);
+    std::size_t slot = static_cast<std::size_t>(w.first) % state.capacity;
     for (std::size_t j = 0; j < w.entries; ++j) {
-      const std::size_t row = (static_cast<std::size_t>(w.first) + j) % state.capacity * d + c0;
-      w.keys[j] = &state.keys[row];
-      w.values[j] = &state.values[row];
-      w.scaled[j] = &state.scaled_keys[row];
+      w.keys[j] = state.keys.row(slot, block);
+      w.values[j] = state.values.row(slot, block);
+      w.scaled[j] = state.scaled_keys.row(slot, block);
+      if (++slot == state.capacity) slot = 0;
     }
-    return w;
   }
 
-  // Fills the window's weights for query position t; returns the row of the largest bias per
-  // channel (written to scratch for a bias shared by the channels).
-  const float* window_weights(Window& w, int64_t t, std::size_t c0, std::size_t n,
-                              float* scratch) const {
-    if (const float* max_row = bias_.per_channel_max()) {
-      w.e_rows.resize(w.entries);
-      for (std::size_t j = 0; j < w.entries; ++j) {
-        w.e_rows[j] = bias_.per_channel_exp(t - (w.first + static_cast<int64_t>(j))) + c0;
-      }
-      return max_row + c0;
+  // e: the shared weights of the window's entries; null for per-channel biases (w.e_rows).
+  static bool window_sums(const kernels::KernelTable& k, const Window& w, const float* e,
+                          std::size_t n, float* sa, float* sb) {
+    if (e == nullptr) {
+      return k.aft_window_sums_biased_f32(n, w.entries, w.e_rows.data(), w.scaled.data(),
+                                          w.values.data(), sa, sb);
     }
-    w.e.resize(w.entries);
-    float top = -std::numeric_limits<float>::infinity();
-    for (std::size_t j = 0; j < w.entries; ++j) {
-      w.e[j] = bias_.scalar(t, w.first + static_cast<int64_t>(j));
-      top = std::max(top, w.e[j]);
-    }
-    for (float& e : w.e) e = std::exp(e - top);
-    std::fill(scratch, scratch + n, top);
-    return scratch;
-  }
-
-  bool window_sums(const kernels::KernelTable& k, const Window& w, std::size_t n, float* sa,
-                   float* sb) const {
-    const float* const* scaled = w.scaled.data();
-    if (bias_.per_channel_max()) {
-      return k.aft_window_sums_biased_f32(n, w.entries, w.e_rows.data(), scaled, w.values.data(),
-                                          sa, sb);
-    }
-    return k.aft_window_sums_f32(n, w.entries, w.e.data(), scaled, w.values.data(), sa, sb);
+    return k.aft_window_sums_f32(n, w.entries, e, w.scaled.data(), w.values.data(), sa, sb);
   }
 
   // The reference form, for windows whose frame cannot represent them (keys and biases spread by
   // more than the float range): a copy of (m, a, b) absorbs each entry with an exp of its own.
   void exact_window_output(const kernels::KernelTable& k, const Window& w, const MixerState& state,
-                           int64_t t, const float* q, std::size_t n, std::size_t c0, float* y,
-                           float* wa, float* wb, float* wm) const {
+                           int64_t t, const float* q, std::size_t n, std::size_t c0,
+                           float* y) const {
+    alignas(64) float wm[Blocks::kBlock], wa[Blocks::kBlock], wb[Blocks::kBlock];
     std::memcpy(wm, state.m.data() + c0, n * sizeof(float));
     std::memcpy(wa, state.a.data() + c0, n * sizeof(float));
     std::memcpy(wb, state.b.data() + c0, n * sizeof(float));
@@ -203,14 +230,14 @@ class AftMixerOp final : public Op {
   }
 
   // Keys with one channel per head are expanded to the head's channels once, when stored.
-  void store_key(const float* key, float* slot, std::size_t c0, std::size_t c1,
+  void store_key(const float* key, float* slot, std::size_t c0, std::size_t n,
                  std::size_t d) const {
     if (key_width_ == d) {
-      std::memcpy(slot + c0, key + c0, (c1 - c0) * sizeof(float));
+      std::memcpy(slot, key + c0, n * sizeof(float));
       return;
     }
     const std::size_t channels_per_head = d / key_width_;
-    for (std::size_t c = c0; c < c1; ++c) slot[c] = key[c / channels_per_head];
+    for (std::size_t c = 0; c < n; ++c) slot[c] = key[(c0 + c) / channels_per_head];
   }
 
   std::size_t layer_;

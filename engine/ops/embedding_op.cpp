@@ -1,7 +1,8 @@
 #include <cmath>
-#include <cstring>
+#include <vector>
 
 #include "ops.h"
+#include "parallel.h"
 
 namespace aft {
 namespace {
@@ -14,31 +15,42 @@ class EmbeddingOp final : public Op {
         width_(width),
         scale_(scale),
         positions_(positions),
-        learned_positions_(learned_positions) {}
-
-  const char* name() const override { return "embedding"; }
-
-  void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
-    for (std::size_t r = 0; r < out.rows; ++r) {
-      const float* embedding = table_ + static_cast<std::size_t>(ctx.tokens[r]) * width_;
-      float* y = out.row(r);
-      for (std::size_t c = 0; c < width_; ++c) y[c] = embedding[c] * scale_;
-      const int64_t position = ctx.position + static_cast<int64_t>(r);
-      if (positions_ == PositionEncodingKind::Learned) {
-        ctx.kernels.add_f32(width_, learned_positions_ + position * width_, y);
-      } else if (positions_ == PositionEncodingKind::Sinusoidal) {
-        add_sinusoid(position, y);
+        learned_positions_(learned_positions) {
+    if (positions == PositionEncodingKind::Sinusoidal) {
+      const double d = static_cast<double>(width_);
+      for (std::size_t c = 0; c < width_; c += 2) {
+        frequencies_.push_back(std::exp(-static_cast<double>(c) * std::log(10000.0) / d));
       }
     }
   }
 
+  const char* name() const override { return "embedding"; }
+
+  void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
+    // Per row: a copy, and a sine and a cosine per channel pair for sinusoidal positions.
+    const std::size_t cost = positions_ == PositionEncodingKind::Sinusoidal ? 20 * width_ : width_;
+    parallel_ranges(out.rows, 1, ctx.n_threads, cost, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t r = r0; r < r1; ++r) embed_row(ctx, r, out);
+    });
+  }
+
  private:
+  void embed_row(const ExecContext& ctx, std::size_t r, const Tensor& out) const {
+    const float* embedding = table_ + static_cast<std::size_t>(ctx.tokens[r]) * width_;
+    float* y = out.row(r);
+    for (std::size_t c = 0; c < width_; ++c) y[c] = embedding[c] * scale_;
+    const int64_t position = ctx.position + static_cast<int64_t>(r);
+    if (positions_ == PositionEncodingKind::Learned) {
+      ctx.kernels.add_f32(width_, learned_positions_ + position * width_, y);
+    } else if (positions_ == PositionEncodingKind::Sinusoidal) {
+      add_sinusoid(position, y);
+    }
+  }
+
   // Computed in double, as the reference does, so that large positions keep their precision.
   void add_sinusoid(int64_t position, float* y) const {
-    const double d = static_cast<double>(width_);
     for (std::size_t c = 0; c < width_; c += 2) {
-      const double frequency = std::exp(-static_cast<double>(c) * std::log(10000.0) / d);
-      const double angle = static_cast<double>(position) * frequency;
+      const double angle = static_cast<double>(position) * frequencies_[c / 2];
       y[c] += static_cast<float>(std::sin(angle));
       if (c + 1 < width_) y[c + 1] += static_cast<float>(std::cos(angle));
     }
@@ -49,6 +61,7 @@ class EmbeddingOp final : public Op {
   float scale_;
   PositionEncodingKind positions_;
   const float* learned_positions_;
+  std::vector<double> frequencies_;  // of channel pairs (c, c + 1)
 };
 
 }  // namespace

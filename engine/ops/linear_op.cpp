@@ -23,8 +23,9 @@ class LinearOp final : public Op {
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
+    const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
     if (out.rows != 1) {
-      matmul_.run(out.rows, in.data, out.data, ctx.n_threads);
+      matmul_.run(out.rows, in.data, out.data, ctx.n_threads, residual);
       return;
     }
     // One token: a matrix-vector product, bound by reading the weights once.
@@ -36,6 +37,8 @@ class LinearOp final : public Op {
                         ctx.kernels.relu_f32(end - begin, out.data + begin);
                       if (post_ == kernels::PostOp::Gelu)
                         ctx.kernels.gelu_f32(end - begin, out.data + begin);
+                      if (residual)
+                        ctx.kernels.add_f32(end - begin, residual + begin, out.data + begin);
                     });
   }
 

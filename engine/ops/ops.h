@@ -21,7 +21,8 @@ std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, flo
 
 std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
 
-// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear).
+// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear). With a second input
+// (a residual, out_width wide): out = post(in W^T + bias) + residual, added as out is written.
 std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, const float* w,
                                    const float* bias, kernels::PostOp post);
 
@@ -29,8 +30,5 @@ std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, 
 // k has key_width channels: d, or one per head (shared by the head's channels).
 std::unique_ptr<Op> make_aft_mixer_op(std::size_t layer, std::size_t key_width,
                                       const PositionBias& bias);
-
-// out = in0 + in1.
-std::unique_ptr<Op> make_add_op();
 
 }  // namespace aft
