@@ -191,14 +191,25 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
                  const float* residual) const {
   if (m == 0) return;
   Impl& impl = *impl_;
+  if (m > kMaxDim) {
+    throw std::runtime_error("aft matmul (K=" + std::to_string(impl.k) +
+                             ", N=" + std::to_string(impl.n) + "): M=" + std::to_string(m) +
+                             " is beyond oneDNN's dimension limit (2^31 - 1)");
+  }
   const std::string what = "run with M=" + std::to_string(m);
-  BlockPrimitives p;
+  const std::size_t column_blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
+  const std::size_t block_rows =
+      column_blocks < kWholeRowsMinColumnBlocks ? std::min(m, kMatmulBlockRows) : m;
+  const std::size_t row_blocks = (m + block_rows - 1) / block_rows;
+  const std::size_t last_rows = m - (row_blocks - 1) * block_rows;
+  BlockPrimitives whole, last;
   try {
-    p = impl.get(m);
+    whole = impl.get(block_rows);
+    last = last_rows == block_rows ? whole : impl.get(last_rows);
   } catch (const dnnl::error& e) {
     rethrow(e, what.c_str(), impl.k, impl.n);
   }
-  const std::size_t blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
+  const std::size_t blocks = row_blocks * column_blocks;
   const std::size_t worth =
       std::max<std::size_t>(1, m * impl.k * impl.n / kMinMultiplyAddsPerThread);
   const int threads =
@@ -209,11 +220,15 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
   for (std::size_t b = 0; b < blocks; ++b) {
     // A team of one is not "in parallel" to oneDNN: keep it from starting threads of its own.
     omp_set_num_threads(1);
-    const std::size_t column = b * kMatmulBlockColumns;
+    const std::size_t row = b / column_blocks * block_rows;
+    const std::size_t rows = std::min(block_rows, m - row);
+    const std::size_t column = b % column_blocks * kMatmulBlockColumns;
     const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
+    const BlockPrimitives& p = rows == block_rows ? whole : last;
     try {
-      impl.run_block(width == impl.full_width() ? p.full : p.tail, m, column, width, x, y,
-                     residual);
+      impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
+                     x + row * impl.k, y + row * impl.n,
+                     residual ? residual + row * impl.n : nullptr);
     } catch (const dnnl::error& e) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::make_exception_ptr(e);

@@ -3,10 +3,12 @@
 // call.
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
-// kMatmulBlockColumns, and each block is computed by one thread running a single-threaded oneDNN
-// primitive. A block's shape, and so its summation order, never depends on the thread count:
-// results are bit-identical for any number of threads (oneDNN's own split of one product over
-// threads is not, e.g. its AVX2 gemm).
+// kMatmulBlockColumns and, for narrow products (fewer than kWholeRowsMinColumnBlocks column
+// blocks, too few to share out), the M rows into blocks of kMatmulBlockRows. Each block is
+// computed by one thread running a single-threaded oneDNN primitive. A block's shape, and so its
+// summation order, depends on M and N only, never on the thread count: results are bit-identical
+// for any number of threads (oneDNN's own split of one product over threads is not, e.g. its AVX2
+// gemm).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +21,9 @@ enum class PostOp { None, Relu, Gelu };
 
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;
+// Products with fewer column blocks than this are also cut into blocks of this many rows.
+constexpr std::size_t kWholeRowsMinColumnBlocks = 4;
+constexpr std::size_t kMatmulBlockRows = 64;
 
 class Matmul {
  public:

@@ -126,22 +126,27 @@ TEST(Matmul, ConcurrentRuns) {
   }
 }
 
-// The column blocks are the unit of parallel work: with 9 blocks (N = 1061), 1 to 4 threads each
-// get at least 2, and every row count (runtime-M and fixed-M primitives) gives the same bits.
+// The blocks are the unit of parallel work. Wide: 9 column blocks (N = 1061) over whole rows, so
+// 1 to 4 threads each get at least 2. Narrow: 1 column block (N = 100), rows cut into blocks of 64
+// (M = 200: 4 row blocks, the last of 8 rows on the runtime-M primitive). Every row count gives
+// the same bits for every thread count.
 TEST(Matmul, ThreadCountDoesNotChangeResults) {
-  const std::size_t n = 8 * kMatmulBlockColumns + 37;
-  const Problem p(200, 300, n);
-  for (PostOp post : {PostOp::None, PostOp::Gelu}) {
-    const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post);
-    for (std::size_t m : {1, 3, 8, 9, 64, 200}) {
-      std::vector<float> one(m * n);
-      mm.run(m, p.x.data(), one.data(), 1);
-      expect_matches(p, m, true, post, one, "M=" + std::to_string(m));
-      for (int threads : {2, 3, 4}) {
-        std::vector<float> many(m * n);
-        mm.run(m, p.x.data(), many.data(), threads);
-        for (std::size_t i = 0; i < one.size(); ++i) {
-          ASSERT_EQ(one[i], many[i]) << "M=" << m << ", " << threads << " threads, element " << i;
+  for (const std::size_t n : {8 * kMatmulBlockColumns + 37, std::size_t{100}}) {
+    const Problem p(200, 300, n);
+    for (PostOp post : {PostOp::None, PostOp::Gelu}) {
+      const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post);
+      for (std::size_t m : {1, 3, 8, 9, 64, 130, 200}) {
+        std::vector<float> one(m * n);
+        mm.run(m, p.x.data(), one.data(), 1);
+        expect_matches(p, m, true, post, one,
+                       "N=" + std::to_string(n) + ", M=" + std::to_string(m));
+        for (int threads : {2, 3, 4}) {
+          std::vector<float> many(m * n);
+          mm.run(m, p.x.data(), many.data(), threads);
+          for (std::size_t i = 0; i < one.size(); ++i) {
+            ASSERT_EQ(one[i], many[i])
+                << "N=" << n << ", M=" << m << ", " << threads << " threads, element " << i;
+          }
         }
       }
     }
@@ -205,11 +210,11 @@ TEST(Matmul, RejectsInvalidShapes) {
   EXPECT_THROW(Matmul(4, 4, nullptr, nullptr, PostOp::None), std::invalid_argument);
 }
 
-TEST(Matmul, OneDnnErrorsBecomeRuntimeErrors) {
+TEST(Matmul, RowCountBeyondOneDnnIsAnError) {
   const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
   const Matmul mm(2, 2, w, nullptr, PostOp::None);
   float x = 0.0f, y = 0.0f;
-  // SIZE_MAX rows is the dimension -1 to oneDNN, which rejects it before touching memory.
+  // SIZE_MAX rows would be the dimension -1 to oneDNN: rejected before any memory is touched.
   try {
     mm.run(SIZE_MAX, &x, &y, 2);
     FAIL() << "expected an error for M = SIZE_MAX";
