@@ -471,7 +471,8 @@ TEST_P(IsaTest, AftAccumulatorFirstEntryAndExtremeLogits) {
 }
 
 TEST_P(IsaTest, GemvMatchesReference) {
-  for (std::size_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 17}) {
+  // Rows: lane groups of 4, 8 and 16 with every kind of leftover.
+  for (std::size_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 17, 36, 53}) {
     for (std::size_t cols : kSizes) {
       const auto w = random_vector(rows * cols, -1.0f, 1.0f, 50);
       const auto x = random_vector(cols, -1.0f, 1.0f, 51);
