@@ -21,33 +21,7 @@ namespace {
 constexpr std::size_t kVocab = 256;
 
 std::vector<int32_t> token_sequence(std::size_t n, uint32_t seed = 11) {
-  std::vector<int32_t> tokens(n);
-  uint32_t x = seed;
-  for (auto& t : tokens) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % kVocab);
-  }
-  return tokens;
-}
-
-// Logits of every position, each chunk of tokens in one call.
-std::vector<float> eval_chunks(const aft_model* model, const std::vector<int32_t>& tokens,
-                               const std::vector<std::size_t>& chunks, int threads = 1) {
-  SessionHandle session = new_session(model, threads);
-  std::vector<float> all;
-  std::size_t done = 0;
-  for (std::size_t n : chunks) {
-    const std::vector<int32_t> chunk(tokens.begin() + done, tokens.begin() + done + n);
-    const std::vector<float> logits = eval(session.get(), model, chunk, AFT_LOGITS_ALL);
-    all.insert(all.end(), logits.begin(), logits.end());
-    done += n;
-  }
-  EXPECT_EQ(done, tokens.size());
-  return all;
-}
-
-std::vector<float> decode_each(const aft_model* model, const std::vector<int32_t>& tokens) {
-  return eval_chunks(model, tokens, std::vector<std::size_t>(tokens.size(), 1));
+  return aft::testing::token_sequence(n, kVocab, seed);
 }
 
 // d_model 80: a channel block of 64 and a tail of 16. 600 tokens span three key blocks (256

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +48,38 @@ inline std::vector<float> eval(aft_session* session, const aft_model* model,
             AFT_OK)
       << aft_last_error();
   return logits;
+}
+
+// Pseudo-random token ids in [0, vocab).
+inline std::vector<int32_t> token_sequence(std::size_t n, uint32_t vocab, uint32_t seed = 7) {
+  std::vector<int32_t> tokens(n);
+  uint32_t x = seed;
+  for (auto& t : tokens) {
+    x = x * 1664525u + 1013904223u;
+    t = static_cast<int32_t>((x >> 8) % vocab);
+  }
+  return tokens;
+}
+
+// Logits of every position, each chunk of tokens in one call, in a fresh session.
+inline std::vector<float> eval_chunks(const aft_model* model, const std::vector<int32_t>& tokens,
+                                      const std::vector<std::size_t>& chunks, int threads = 1) {
+  SessionHandle session = new_session(model, threads);
+  std::vector<float> all;
+  std::size_t done = 0;
+  for (std::size_t n : chunks) {
+    const std::vector<int32_t> chunk(tokens.begin() + done, tokens.begin() + done + n);
+    const std::vector<float> logits = eval(session.get(), model, chunk, AFT_LOGITS_ALL);
+    all.insert(all.end(), logits.begin(), logits.end());
+    done += n;
+  }
+  EXPECT_EQ(done, tokens.size());
+  return all;
+}
+
+// One token per call: the streaming accumulator, step by step.
+inline std::vector<float> decode_each(const aft_model* model, const std::vector<int32_t>& tokens) {
+  return eval_chunks(model, tokens, std::vector<std::size_t>(tokens.size(), 1));
 }
 
 }  // namespace aft::testing

@@ -13,27 +13,6 @@
 namespace aft::testing {
 namespace {
 
-std::vector<int32_t> token_sequence(std::size_t n, int32_t vocab, uint32_t seed = 7) {
-  std::vector<int32_t> tokens(n);
-  uint32_t x = seed;
-  for (auto& t : tokens) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return tokens;
-}
-
-// Logits of every position, one token at a time.
-std::vector<float> decode_each(const aft_model* model, const std::vector<int32_t>& tokens) {
-  SessionHandle session = new_session(model);
-  std::vector<float> all;
-  for (int32_t token : tokens) {
-    const std::vector<float> row = eval(session.get(), model, {token}, AFT_LOGITS_LAST);
-    all.insert(all.end(), row.begin(), row.end());
-  }
-  return all;
-}
-
 class SessionTest : public ::testing::Test {
  protected:
   ModelHandle write_and_load(const nlohmann::json& config, uint32_t seed = 1, float scale = 0.1f) {
@@ -194,6 +173,31 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
       ASSERT_EQ(one.size(), many.size());
       for (std::size_t i = 0; i < one.size(); ++i) {
         ASSERT_EQ(one[i], many[i]) << mixer << ", " << threads << " threads, logit " << i;
+      }
+    }
+  }
+}
+
+// AFT-simple prefill of a narrow model is a scan over 64-position segments (aft_mixer_op.cpp):
+// d = 80 is 2 channel blocks (64 and 16), 300 tokens are 5 segments, so 1 to 4 threads each get
+// at least 2 of the 10 units. Bit-identical for any thread count, and equal to decoding token by
+// token within float rounding, in any chunking.
+TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheSimpleScan) {
+  nlohmann::json config = tiny_config("simple");
+  config["d_model"] = 80;
+  ModelHandle model = write_and_load(config);
+  const std::vector<int32_t> tokens = token_sequence(300, 256);
+  const std::vector<std::vector<std::size_t>> chunkings = {{300}, {65, 1, 130, 104}, {64, 64, 172}};
+  const std::vector<float> decoded = decode_each(model.get(), tokens);
+  for (const std::vector<std::size_t>& chunks : chunkings) {
+    const std::vector<float> one = eval_chunks(model.get(), tokens, chunks, 1);
+    EXPECT_LE(max_relative_error(one, decoded, 256), 1e-4)
+        << "chunks of " << ::testing::PrintToString(chunks);
+    for (int threads : {2, 3, 4}) {
+      const std::vector<float> many = eval_chunks(model.get(), tokens, chunks, threads);
+      ASSERT_EQ(one.size(), many.size());
+      for (std::size_t i = 0; i < one.size(); ++i) {
+        ASSERT_EQ(one[i], many[i]) << threads << " threads, logit " << i;
       }
     }
   }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "aft_state_merge.h"
 #include "aligned_buffer.h"
 #include "channel_blocked_rows.h"
 #include "exp_nonpositive.h"
@@ -45,27 +46,13 @@ constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
 constexpr float kMinDenominator = 0x1p-88f;
 static_assert(kKeyBlock <= 256, "the bound above assumes at most 2^8 terms per block");
 
-// Merges the partial state (pm, pa, pb) into (m, a, b) with one exp, as the streaming kernel adds
-// an entry (kernels/f32_aft_accumulate.hpp). From m = -inf it yields the partial itself. Written
-// with selects on values, not branches, so that loops over it vectorize.
-struct Merged {
-  float m, a, b;
-};
-Merged merge(float m, float a, float b, float pm, float pa, float pb) {
-  const bool grew = pm > m;
-  const float e = exp_nonpositive(grew ? m - pm : pm - m);
-  const float old_scale = grew ? e : 1.0f;
-  const float new_scale = grew ? 1.0f : e;
-  return Merged{grew ? pm : m, a * old_scale + pa * new_scale, b * old_scale + pb * new_scale};
-}
-
 // Merges a key block's partial states (row_max + key_max[c], n[c], d[c]) into a row's (m, a, b)
 // over width channels. The arrays do not overlap (which lets the loop vectorize).
 void merge_row(std::size_t width, float row_max, const float* __restrict key_max,
                const float* __restrict n, const float* __restrict d, float* __restrict m,
                float* __restrict a, float* __restrict b) {
   for (std::size_t c = 0; c < width; ++c) {
-    const Merged merged = merge(m[c], a[c], b[c], row_max + key_max[c], n[c], d[c]);
+    const AftState merged = merge(m[c], a[c], b[c], row_max + key_max[c], n[c], d[c]);
     m[c] = merged.m;
     a[c] = merged.a;
     b[c] = merged.b;
@@ -243,10 +230,10 @@ class FullPrefill {
       return;
     }
     for (std::size_t c = 0; c < width; ++c) {
-      const Merged partial = d[c] >= kMinDenominator
-                                 ? Merged{row_max + s.key_max[c], n[c], d[c]}
-                                 : exact_partial(first_ + r, j * kKeyBlock, c0 + c);
-      const Merged merged = merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
+      const AftState partial = d[c] >= kMinDenominator
+                                   ? AftState{row_max + s.key_max[c], n[c], d[c]}
+                                   : exact_partial(first_ + r, j * kKeyBlock, c0 + c);
+      const AftState merged = merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
       m[c] = merged.m;
       a[c] = merged.a;
       b[c] = merged.b;
@@ -255,8 +242,8 @@ class FullPrefill {
 
   // The partial state of key block [begin, ...) for position t and channel c, summed by the
   // streaming accumulator.
-  Merged exact_partial(std::size_t t, std::size_t begin, std::size_t c) const {
-    Merged p{-std::numeric_limits<float>::infinity(), 0.0f, 0.0f};
+  AftState exact_partial(std::size_t t, std::size_t begin, std::size_t c) const {
+    AftState p{-std::numeric_limits<float>::infinity(), 0.0f, 0.0f};
     const std::size_t end = std::min(begin + kKeyBlock, t + 1);
     for (std::size_t tp = begin; tp < end; ++tp) {
       ctx_.kernels.aft_accumulate_f32(

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "aft_full_prefill.h"
+#include "aft_state_merge.h"
 #include "channel_blocked_rows.h"
+#include "kernels/matmul.h"
 #include "models/position_bias.h"
 #include "ops.h"
 #include "parallel.h"
@@ -20,6 +22,14 @@ namespace aft {
 namespace {
 
 using Blocks = ChannelBlockedRows;
+
+// AFT-simple prefill of narrow models (d under 512, whose matrix products split rows rather than
+// columns, kernels/matmul.h) runs as a scan over segments of this many positions: a matmul row
+// block, so that a thread tends to read the rows it has just computed, and the threads have work
+// even with fewer channel blocks than threads.
+constexpr std::size_t kSegmentRows = kernels::kMatmulBlockRows;
+constexpr std::size_t kSegmentedBelowWidth =
+    kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
 
 // For a bias shared by the channels: each chunk row's window weights exp(w - top), oldest entry
 // first, and top, the row's largest bias. Computed once per chunk, not once per channel block.
@@ -56,6 +66,10 @@ class AftMixerOp final : public Op {
         !bias_.per_channel(0) && key_width_ == out.width) {
       run_full_prefill(ctx, bias_, inputs[0], inputs[1], inputs[2], state, out);
       state.frame_valid = false;  // it stores keys without the window's frame
+      return;
+    }
+    if (window_ == 0 && out.width < kSegmentedBelowWidth && out.rows > kSegmentRows) {
+      run_segments(ctx, inputs, out, state);
       return;
     }
     const SharedWindowWeights* shared = nullptr;
@@ -111,6 +125,84 @@ class AftMixerOp final : public Op {
                         weights.top[r] = top;
                       }
                     });
+  }
+
+  // AFT-simple over the chunk as a scan: (segment, channel block) units, each segment's state the
+  // session's merged with the partial states of the segments before it, in order. The cut depends
+  // on the chunk's length only: results are the same for any thread count.
+  void run_segments(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                    MixerState& state) const {
+    const kernels::KernelTable& k = ctx.kernels;
+    const Tensor& key = inputs[1];
+    const Tensor& value = inputs[2];
+    const std::size_t blocks = Blocks::blocks_of(out.width);
+    const std::size_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
+    const std::size_t units = segments * blocks;  // unit u: segment u / blocks, block u % blocks
+    constexpr std::size_t kStride = 3 * Blocks::kBlock;
+    // Per unit: its segment's partial (m, a, b); the last segment's holds the final state.
+    // (Thread-local: kept from call to call. The lambdas below use the pointer: named there, the
+    // variable would be each worker thread's own.)
+    thread_local AlignedFloats partials_buffer;
+    partials_buffer.resize(units * kStride);
+    float* const partials = partials_buffer.data();
+    auto rows_of = [&](std::size_t segment) {
+      return std::min(kSegmentRows, out.rows - segment * kSegmentRows);
+    };
+    // Per unit: an accumulator step (about 10 units of work) per position and channel.
+    const std::size_t cost = Blocks::kBlock * kSegmentRows * 10;
+    parallel_ranges(units, 1, ctx.n_threads, cost, [&](std::size_t u0, std::size_t u1) {
+      for (std::size_t u = u0; u < u1; ++u) {
+        const std::size_t segment = u / blocks;
+        if (segment + 1 == segments) continue;  // nothing comes after it
+        const std::size_t c0 = u % blocks * Blocks::kBlock;
+        const std::size_t n = Blocks::block_width(out.width, u % blocks);
+        float* m = partials + u * kStride;
+        float* a = m + Blocks::kBlock;
+        float* b = a + Blocks::kBlock;
+        std::fill(m, m + n, -std::numeric_limits<float>::infinity());
+        std::fill(a, a + n, 0.0f);
+        std::fill(b, b + n, 0.0f);
+        for (std::size_t r = segment * kSegmentRows; r < segment * kSegmentRows + rows_of(segment);
+             ++r) {
+          k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
+        }
+      }
+    });
+    parallel_ranges(units, 1, ctx.n_threads, 2 * cost, [&](std::size_t u0, std::size_t u1) {
+      for (std::size_t u = u0; u < u1; ++u) {
+        const std::size_t segment = u / blocks;
+        const std::size_t block = u % blocks;
+        const std::size_t c0 = block * Blocks::kBlock;
+        const std::size_t n = Blocks::block_width(out.width, block);
+        alignas(64) float m[Blocks::kBlock], a[Blocks::kBlock], b[Blocks::kBlock];
+        std::copy(state.m.data() + c0, state.m.data() + c0 + n, m);
+        std::copy(state.a.data() + c0, state.a.data() + c0 + n, a);
+        std::copy(state.b.data() + c0, state.b.data() + c0 + n, b);
+        for (std::size_t before = 0; before < segment; ++before) {
+          const float* p = partials + (before * blocks + block) * kStride;
+          merge_states(n, p, p + Blocks::kBlock, p + 2 * Blocks::kBlock, m, a, b);
+        }
+        for (std::size_t r = segment * kSegmentRows; r < segment * kSegmentRows + rows_of(segment);
+             ++r) {
+          k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
+          k.aft_output_f32(n, inputs[0].row(r) + c0, a, b, out.row(r) + c0);
+        }
+        if (segment + 1 == segments) {
+          float* last = partials + u * kStride;
+          std::copy(m, m + n, last);
+          std::copy(a, a + n, last + Blocks::kBlock);
+          std::copy(b, b + n, last + 2 * Blocks::kBlock);
+        }
+      }
+    });
+    for (std::size_t block = 0; block < blocks; ++block) {
+      const std::size_t c0 = block * Blocks::kBlock;
+      const std::size_t n = Blocks::block_width(out.width, block);
+      const float* last = partials + ((segments - 1) * blocks + block) * kStride;
+      std::copy(last, last + n, state.m.data() + c0);
+      std::copy(last + Blocks::kBlock, last + Blocks::kBlock + n, state.a.data() + c0);
+      std::copy(last + 2 * Blocks::kBlock, last + 2 * Blocks::kBlock + n, state.b.data() + c0);
+    }
   }
 
   // Every token of the chunk for channel block `block`. reframe: rebuild the window's frame before
