@@ -13,6 +13,7 @@
 #include "api_handles.h"
 #include "logit_error.h"
 #include "model_file_writer.h"
+#include "ops/aft_state_merge.h"
 #include "ops/exp_nonpositive.h"
 
 namespace aft::testing {
@@ -65,6 +66,30 @@ TEST(ExpNonpositive, MatchesExpWithin2Ulp) {
   EXPECT_EQ(exp_nonpositive(-1e30f), 0.0f);
   EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_TRUE(std::isnan(exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Merging partial states (the prefill scans and the AFT-full blocks): an empty partial changes
+// nothing, even in an empty state; into an empty state a partial arrives exactly; otherwise the
+// state over both, rescaled to the larger maximum.
+TEST(AftStateMerge, EmptyPartialsAndEmptyStates) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const AftState empty_both = merge(-inf, 0.0f, 0.0f, -inf, 0.0f, 0.0f);
+  EXPECT_EQ(empty_both.m, -inf);
+  EXPECT_EQ(empty_both.a, 0.0f);
+  EXPECT_EQ(empty_both.b, 0.0f);
+  const AftState kept = merge(2.0f, 3.0f, 4.0f, -inf, 0.0f, 0.0f);
+  EXPECT_EQ(kept.m, 2.0f);
+  EXPECT_EQ(kept.a, 3.0f);
+  EXPECT_EQ(kept.b, 4.0f);
+  const AftState arrived = merge(-inf, 0.0f, 0.0f, 2.0f, 3.0f, 4.0f);
+  EXPECT_EQ(arrived.m, 2.0f);
+  EXPECT_EQ(arrived.a, 3.0f);
+  EXPECT_EQ(arrived.b, 4.0f);
+  // (m, a, b) = (0, 1, 1) and (ln 2, 2, 3): over both, at m = ln 2, a = 1/2 + 2, b = 1/2 + 3.
+  const AftState both = merge(0.0f, 1.0f, 1.0f, std::log(2.0f), 2.0f, 3.0f);
+  EXPECT_EQ(both.m, std::log(2.0f));
+  EXPECT_NEAR(both.a, 2.5f, 1e-6f);
+  EXPECT_NEAR(both.b, 3.5f, 1e-6f);
 }
 
 class AftFullPrefillTest : public ::testing::TestWithParam<const char*> {

@@ -178,26 +178,47 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
   }
 }
 
-// AFT-simple prefill of a narrow model is a scan over 64-position segments (aft_mixer_op.cpp):
-// d = 80 is 2 channel blocks (64 and 16), 300 tokens are 5 segments, so 1 to 4 threads each get
-// at least 2 of the 10 units. Bit-identical for any thread count, and equal to decoding token by
-// token within float rounding, in any chunking.
-TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheSimpleScan) {
-  nlohmann::json config = tiny_config("simple");
-  config["d_model"] = 80;
-  ModelHandle model = write_and_load(config);
-  const std::vector<int32_t> tokens = token_sequence(300, 256);
-  const std::vector<std::vector<std::size_t>> chunkings = {{300}, {65, 1, 130, 104}, {64, 64, 172}};
-  const std::vector<float> decoded = decode_each(model.get(), tokens);
-  for (const std::vector<std::size_t>& chunks : chunkings) {
-    const std::vector<float> one = eval_chunks(model.get(), tokens, chunks, 1);
-    EXPECT_LE(max_relative_error(one, decoded, 256), 1e-4)
-        << "chunks of " << ::testing::PrintToString(chunks);
-    for (int threads : {2, 3, 4}) {
-      const std::vector<float> many = eval_chunks(model.get(), tokens, chunks, threads);
-      ASSERT_EQ(one.size(), many.size());
-      for (std::size_t i = 0; i < one.size(); ++i) {
-        ASSERT_EQ(one[i], many[i]) << threads << " threads, logit " << i;
+// The prefill of a narrow model is a scan over 64-position segments (aft_mixer_op.cpp): d = 80 is
+// 2 channel blocks (64 and 16), 300 tokens are 5 segments, so 1 to 4 threads each get at least 2
+// of the 10 units. Windows of 4 and of 100 (longer than a segment: a segment's ring starts with
+// positions of two segments before it), keys spread wide. Bit-identical for any thread count, and
+// equal to decoding token by token within float rounding, in any chunking.
+TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheScan) {
+  struct Case {
+    const char* mixer;
+    int window;
+    float key_scale;  // of the key projection's random weights: 500 spreads keys by tens
+  };
+  for (const Case& c : {Case{"simple", 0, 1.0f}, Case{"local", 4, 1.0f}, Case{"local", 100, 500.0f},
+                        Case{"conv", 4, 1.0f}, Case{"conv", 100, 500.0f}}) {
+    nlohmann::json config = tiny_config(c.mixer);
+    config["d_model"] = 80;
+    config["window"] = c.window;
+    config["max_seq_len"] = 512;
+    std::vector<TestTensor> tensors = random_tensors(config, 3);
+    for (TestTensor& t : tensors) {
+      if (t.name.find(".mixer.key.") == std::string::npos) continue;
+      for (float& v : t.values) v *= c.key_scale;
+    }
+    write_model_file(file_.path(), config, tokenizer_for(256), tensors);
+    ModelHandle model = load_model(file_.path());
+    const std::vector<int32_t> tokens = token_sequence(300, 256);
+    const std::vector<std::vector<std::size_t>> chunkings = {
+        {300}, {65, 1, 130, 104}, {64, 64, 172}};
+    const std::vector<float> decoded = decode_each(model.get(), tokens);
+    const std::string where = std::string(c.mixer) + " window " + std::to_string(c.window);
+    for (const std::vector<std::size_t>& chunks : chunkings) {
+      const std::vector<float> one = eval_chunks(model.get(), tokens, chunks, 1);
+      for (float logit : decoded) ASSERT_TRUE(std::isfinite(logit)) << where << " decode";
+      for (float logit : one) ASSERT_TRUE(std::isfinite(logit)) << where;
+      EXPECT_LE(max_relative_error(one, decoded, 256), 1e-4)
+          << where << ", chunks of " << ::testing::PrintToString(chunks);
+      for (int threads : {2, 3, 4}) {
+        const std::vector<float> many = eval_chunks(model.get(), tokens, chunks, threads);
+        ASSERT_EQ(one.size(), many.size());
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(one[i], many[i]) << where << ", " << threads << " threads, logit " << i;
+        }
       }
     }
   }

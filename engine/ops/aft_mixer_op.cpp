@@ -1,7 +1,8 @@
 // The AFT operator, streaming: each token updates the layer's state and reads its weighted average
 // (../docs/architecture.md, "The AFT mixer"). Prefill and decode run this same code: threads take
-// whole channel blocks (channel_blocked_rows.h), each block runs its tokens in order. Only prompts
-// that every position of sees whole (AFT-full, an AFT-local prompt's first window) go to the matrix
+// whole channel blocks (channel_blocked_rows.h), each block runs its tokens in order. Narrow
+// models' prefill also cuts the positions into segments (a scan, run_segments); prompts that
+// every position of sees whole (AFT-full, an AFT-local prompt's first window) go to the matrix
 // products of aft_full_prefill.cpp.
 #include <algorithm>
 #include <cmath>
@@ -23,10 +24,10 @@ namespace {
 
 using Blocks = ChannelBlockedRows;
 
-// AFT-simple prefill of narrow models (d under 512, whose matrix products split rows rather than
-// columns, kernels/matmul.h) runs as a scan over segments of this many positions: a matmul row
-// block, so that a thread tends to read the rows it has just computed, and the threads have work
-// even with fewer channel blocks than threads.
+// The prefill of narrow models (d under 512, whose matrix products split rows rather than columns,
+// kernels/matmul.h) runs as a scan over segments of this many positions: a matmul row block, so
+// that a thread tends to read the rows it has just computed, and the threads have work even with
+// fewer channel blocks than threads.
 constexpr std::size_t kSegmentRows = kernels::kMatmulBlockRows;
 constexpr std::size_t kSegmentedBelowWidth =
     kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
@@ -37,6 +38,22 @@ struct SharedWindowWeights {
   std::size_t stride = 0;  // floats per row: the chunk's largest window
   std::vector<float> e;
   std::vector<float> top;
+};
+
+// One channel block's state: global sums, frame, and ring rows (block `ring_block` of those rows,
+// position p at row p % capacity). The session's own, or a segment's private copy.
+struct BlockState {
+  float *m, *a, *b, *frame;
+  ChannelBlockedRows *keys, *values, *scaled;
+  std::size_t ring_block;
+  std::size_t capacity;
+};
+
+// A segment's private ring and sums for one channel block (thread-local, kept between calls).
+struct SegmentRing {
+  ChannelBlockedRows keys, values, scaled;
+  alignas(64) float m[ChannelBlockedRows::kBlock], a[ChannelBlockedRows::kBlock],
+      b[ChannelBlockedRows::kBlock], frame[ChannelBlockedRows::kBlock];
 };
 
 // The window's entries t' = first..t of one channel block, oldest first, with their weights.
@@ -68,15 +85,17 @@ class AftMixerOp final : public Op {
       state.frame_valid = false;  // it stores keys without the window's frame
       return;
     }
-    if (window_ == 0 && out.width < kSegmentedBelowWidth && out.rows > kSegmentRows) {
-      run_segments(ctx, inputs, out, state);
-      return;
-    }
     const SharedWindowWeights* shared = nullptr;
     if (window_ > 0 && !bias_.per_channel_max()) {
       thread_local SharedWindowWeights weights;
       fill_shared_weights(ctx, out.rows, weights);
       shared = &weights;
+    }
+    // A ring (local, conv) or no window (simple); AFT-full keeps every position instead.
+    const bool ring = window_ == 0 || static_cast<int64_t>(state.capacity) == window_;
+    if (ring && out.width < kSegmentedBelowWidth && out.rows > kSegmentRows) {
+      run_segments(ctx, inputs, out, state, shared);
+      return;
     }
     const bool reframe = !state.frame_valid;
     // Per channel and token: one accumulator step (about 10 units) per windowed position.
@@ -86,7 +105,8 @@ class AftMixerOp final : public Op {
     parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, cost,
                     [&](std::size_t begin, std::size_t end) {
                       for (std::size_t block = begin; block < end; ++block) {
-                        run_block(ctx, inputs, out, state, shared, reframe, block);
+                        BlockState view = session_block(state, block);
+                        run_block(ctx, inputs, out, view, shared, reframe, block, 0, out.rows);
                       }
                     });
     state.frame_valid = true;
@@ -127,15 +147,25 @@ class AftMixerOp final : public Op {
                     });
   }
 
-  // AFT-simple over the chunk as a scan: (segment, channel block) units, each segment's state the
-  // session's merged with the partial states of the segments before it, in order. The cut depends
-  // on the chunk's length only: results are the same for any thread count.
+  static BlockState session_block(MixerState& state, std::size_t block) {
+    const std::size_t c0 = block * Blocks::kBlock;
+    return BlockState{
+        state.m.data() + c0, state.a.data() + c0, state.b.data() + c0, state.frame.data() + c0,
+        &state.keys,         &state.values,       &state.scaled_keys,  block,
+        state.capacity};
+  }
+
+  // The chunk as a scan over segments of kSegmentRows positions: (segment, channel block) units.
+  // First each segment's partial sums of the positions that leave the window during it (for
+  // AFT-simple: its own positions). Then each unit starts from the session's sums merged with the
+  // partials of the segments before it, in order, and from a private ring filled with the window
+  // before its first token, and runs its tokens. The cut depends on the chunk only: results are
+  // the same for any thread count. The session's ring gets the chunk's last positions after.
   void run_segments(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
-                    MixerState& state) const {
+                    MixerState& state, const SharedWindowWeights* shared) const {
     const kernels::KernelTable& k = ctx.kernels;
-    const Tensor& key = inputs[1];
-    const Tensor& value = inputs[2];
-    const std::size_t blocks = Blocks::blocks_of(out.width);
+    const std::size_t d = out.width;
+    const std::size_t blocks = Blocks::blocks_of(d);
     const std::size_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
     const std::size_t units = segments * blocks;  // unit u: segment u / blocks, block u % blocks
     constexpr std::size_t kStride = 3 * Blocks::kBlock;
@@ -145,86 +175,135 @@ class AftMixerOp final : public Op {
     thread_local AlignedFloats partials_buffer;
     partials_buffer.resize(units * kStride);
     float* const partials = partials_buffer.data();
-    auto rows_of = [&](std::size_t segment) {
-      return std::min(kSegmentRows, out.rows - segment * kSegmentRows);
+    const int64_t first_position = ctx.position;
+    const auto segment_rows = [&](std::size_t segment) {
+      const std::size_t r0 = segment * kSegmentRows;
+      return std::make_pair(r0, std::min(out.rows, r0 + kSegmentRows));
     };
+    // The key and value of channel block `block` at position p: a chunk row, or the ring's.
+    const auto position_rows = [&](int64_t p, std::size_t block, float* key_buffer,
+                                   const float** key, const float** value) {
+      const std::size_t c0 = block * Blocks::kBlock;
+      if (p >= first_position) {
+        const auto r = static_cast<std::size_t>(p - first_position);
+        store_key(inputs[1].row(r), key_buffer, c0, Blocks::block_width(d, block), d);
+        *key = key_buffer;
+        *value = inputs[2].row(r) + c0;
+      } else {
+        const std::size_t slot = static_cast<std::size_t>(p) % state.capacity;
+        *key = state.keys.row(slot, block);
+        *value = state.values.row(slot, block);
+      }
+    };
+
     // Per unit: an accumulator step (about 10 units of work) per position and channel.
     const std::size_t cost = Blocks::kBlock * kSegmentRows * 10;
     parallel_ranges(units, 1, ctx.n_threads, cost, [&](std::size_t u0, std::size_t u1) {
+      alignas(64) float key_buffer[Blocks::kBlock];
       for (std::size_t u = u0; u < u1; ++u) {
         const std::size_t segment = u / blocks;
         if (segment + 1 == segments) continue;  // nothing comes after it
-        const std::size_t c0 = u % blocks * Blocks::kBlock;
-        const std::size_t n = Blocks::block_width(out.width, u % blocks);
+        const std::size_t block = u % blocks;
+        const std::size_t n = Blocks::block_width(d, block);
         float* m = partials + u * kStride;
         float* a = m + Blocks::kBlock;
         float* b = a + Blocks::kBlock;
         std::fill(m, m + n, -std::numeric_limits<float>::infinity());
         std::fill(a, a + n, 0.0f);
         std::fill(b, b + n, 0.0f);
-        for (std::size_t r = segment * kSegmentRows; r < segment * kSegmentRows + rows_of(segment);
-             ++r) {
-          k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
+        const auto [r0, r1] = segment_rows(segment);
+        for (std::size_t r = r0; r < r1; ++r) {
+          const int64_t leaving = first_position + static_cast<int64_t>(r) - window_;
+          if (leaving < 0) continue;
+          const float *key, *value;
+          position_rows(leaving, block, key_buffer, &key, &value);
+          k.aft_accumulate_f32(n, m, a, b, key, value, 0.0f);
         }
       }
     });
-    parallel_ranges(units, 1, ctx.n_threads, 2 * cost, [&](std::size_t u0, std::size_t u1) {
+    // Per unit: a window step per position and channel (the window's length, about 4 units each).
+    const std::size_t window_cost =
+        Blocks::kBlock * kSegmentRows * (10 + 4 * static_cast<std::size_t>(window_));
+    parallel_ranges(units, 1, ctx.n_threads, window_cost, [&](std::size_t u0, std::size_t u1) {
+      thread_local SegmentRing ring;
+      alignas(64) float key_buffer[Blocks::kBlock];
+      if (window_ > 0 && ring.keys.rows() != state.capacity) {
+        ring.keys.resize(state.capacity, Blocks::kBlock);
+        ring.values.resize(state.capacity, Blocks::kBlock);
+        ring.scaled.resize(state.capacity, Blocks::kBlock);
+      }
       for (std::size_t u = u0; u < u1; ++u) {
         const std::size_t segment = u / blocks;
         const std::size_t block = u % blocks;
         const std::size_t c0 = block * Blocks::kBlock;
-        const std::size_t n = Blocks::block_width(out.width, block);
-        alignas(64) float m[Blocks::kBlock], a[Blocks::kBlock], b[Blocks::kBlock];
-        std::copy(state.m.data() + c0, state.m.data() + c0 + n, m);
-        std::copy(state.a.data() + c0, state.a.data() + c0 + n, a);
-        std::copy(state.b.data() + c0, state.b.data() + c0 + n, b);
+        const std::size_t n = Blocks::block_width(d, block);
+        std::copy(state.m.data() + c0, state.m.data() + c0 + n, ring.m);
+        std::copy(state.a.data() + c0, state.a.data() + c0 + n, ring.a);
+        std::copy(state.b.data() + c0, state.b.data() + c0 + n, ring.b);
         for (std::size_t before = 0; before < segment; ++before) {
           const float* p = partials + (before * blocks + block) * kStride;
-          merge_states(n, p, p + Blocks::kBlock, p + 2 * Blocks::kBlock, m, a, b);
+          merge_states(n, p, p + Blocks::kBlock, p + 2 * Blocks::kBlock, ring.m, ring.a, ring.b);
         }
-        for (std::size_t r = segment * kSegmentRows; r < segment * kSegmentRows + rows_of(segment);
-             ++r) {
-          k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
-          k.aft_output_f32(n, inputs[0].row(r) + c0, a, b, out.row(r) + c0);
+        const auto [r0, r1] = segment_rows(segment);
+        // The ring before the segment's first token: its window and the position leaving at it.
+        const int64_t t0 = first_position + static_cast<int64_t>(r0);
+        for (int64_t p = std::max<int64_t>(0, t0 - window_); p < t0; ++p) {
+          const float *key, *value;
+          position_rows(p, block, key_buffer, &key, &value);
+          const std::size_t slot = static_cast<std::size_t>(p) % state.capacity;
+          std::copy(key, key + n, ring.keys.row(slot, 0));
+          std::copy(value, value + n, ring.values.row(slot, 0));
         }
+        BlockState view{ring.m,       ring.a,       ring.b, ring.frame,    &ring.keys,
+                        &ring.values, &ring.scaled, 0,      state.capacity};
+        run_block(ctx, inputs, out, view, shared, true, block, r0, r1);
         if (segment + 1 == segments) {
           float* last = partials + u * kStride;
-          std::copy(m, m + n, last);
-          std::copy(a, a + n, last + Blocks::kBlock);
-          std::copy(b, b + n, last + 2 * Blocks::kBlock);
+          std::copy(ring.m, ring.m + n, last);
+          std::copy(ring.a, ring.a + n, last + Blocks::kBlock);
+          std::copy(ring.b, ring.b + n, last + 2 * Blocks::kBlock);
         }
       }
     });
     for (std::size_t block = 0; block < blocks; ++block) {
       const std::size_t c0 = block * Blocks::kBlock;
-      const std::size_t n = Blocks::block_width(out.width, block);
+      const std::size_t n = Blocks::block_width(d, block);
       const float* last = partials + ((segments - 1) * blocks + block) * kStride;
       std::copy(last, last + n, state.m.data() + c0);
       std::copy(last + Blocks::kBlock, last + Blocks::kBlock + n, state.a.data() + c0);
       std::copy(last + 2 * Blocks::kBlock, last + 2 * Blocks::kBlock + n, state.b.data() + c0);
+      if (window_ == 0) continue;
+      // The chunk's last positions into the session's ring; its frame is rebuilt on the next call.
+      const int64_t end = first_position + static_cast<int64_t>(out.rows);
+      for (int64_t p = std::max(first_position, end - window_); p < end; ++p) {
+        const auto r = static_cast<std::size_t>(p - first_position);
+        const std::size_t slot = static_cast<std::size_t>(p) % state.capacity;
+        store_key(inputs[1].row(r), state.keys.row(slot, block), c0, n, d);
+        std::memcpy(state.values.row(slot, block), inputs[2].row(r) + c0, n * sizeof(float));
+      }
     }
+    state.frame_valid = window_ == 0;
   }
 
-  // Every token of the chunk for channel block `block`. reframe: rebuild the window's frame before
-  // the first token.
+  // Chunk rows [r_begin, r_end) for channel block `block`, on the state v. reframe: rebuild the
+  // window's frame before the first token.
   void run_block(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
-                 MixerState& state, const SharedWindowWeights* shared, bool reframe,
-                 std::size_t block) const {
+                 const BlockState& v, const SharedWindowWeights* shared, bool reframe,
+                 std::size_t block, std::size_t r_begin, std::size_t r_end) const {
     const kernels::KernelTable& k = ctx.kernels;
     const Tensor& q = inputs[0];
     const Tensor& key = inputs[1];
     const Tensor& value = inputs[2];
     const std::size_t c0 = block * Blocks::kBlock;
     const std::size_t n = Blocks::block_width(out.width, block);
-    float* m = state.m.data() + c0;
-    float* a = state.a.data() + c0;
-    float* b = state.b.data() + c0;
-    float* frame = state.frame.data() + c0;
+    float* const m = v.m;
+    float* const a = v.a;
+    float* const b = v.b;
     // Per token: the window sums, and the largest bias of the window per channel.
     alignas(64) float sa[Blocks::kBlock], sb[Blocks::kBlock], top_row[Blocks::kBlock];
     thread_local Window w;
 
-    for (std::size_t r = 0; r < out.rows; ++r) {
+    for (std::size_t r = r_begin; r < r_end; ++r) {
       const int64_t t = ctx.position + static_cast<int64_t>(r);
       if (window_ == 0) {
         k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
@@ -232,20 +311,19 @@ class AftMixerOp final : public Op {
         continue;
       }
       // The position leaving the window joins the global sums with bias 0; its row is reused.
-      const std::size_t slot = static_cast<std::size_t>(t) % state.capacity;
-      if (t >= window_) {
-        k.aft_accumulate_f32(n, m, a, b, state.keys.row(slot, block), state.values.row(slot, block),
-                             0.0f);
-      }
-      store_key(key.row(r), state.keys.row(slot, block), c0, n, out.width);
-      std::memcpy(state.values.row(slot, block), value.row(r) + c0, n * sizeof(float));
+      const std::size_t slot = static_cast<std::size_t>(t) % v.capacity;
+      float* key_slot = v.keys->row(slot, v.ring_block);
+      float* value_slot = v.values->row(slot, v.ring_block);
+      if (t >= window_) k.aft_accumulate_f32(n, m, a, b, key_slot, value_slot, 0.0f);
+      store_key(key.row(r), key_slot, c0, n, out.width);
+      std::memcpy(value_slot, value.row(r) + c0, n * sizeof(float));
 
-      window_rows(state, t, block, w);
+      window_rows(v, t, w);
       if (reframe) {
-        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), frame);
+        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), v.frame);
         reframe = false;
       } else {
-        k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), frame, w.keys[w.entries - 1],
+        k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), v.frame, w.keys[w.entries - 1],
                               w.scaled[w.entries - 1]);
       }
       const float* e = nullptr;
@@ -264,30 +342,31 @@ class AftMixerOp final : public Op {
       bool stable = window_sums(k, w, e, n, sa, sb);
       if (!stable) {
         // Keys far below a stale reference: rebuild the frame from the window's own maximum.
-        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), frame);
+        k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), v.frame);
         stable = window_sums(k, w, e, n, sa, sb);
       }
       if (stable) {
-        k.aft_window_output_f32(n, q.row(r) + c0, m, a, b, frame, max_row, sa, sb, out.row(r) + c0);
+        k.aft_window_output_f32(n, q.row(r) + c0, m, a, b, v.frame, max_row, sa, sb,
+                                out.row(r) + c0);
       } else {
-        exact_window_output(k, w, state, t, q.row(r) + c0, n, c0, out.row(r) + c0);
+        exact_window_output(k, w, v, t, q.row(r) + c0, n, c0, out.row(r) + c0);
       }
     }
   }
 
-  // Points w at the rows of block `block` of the window of query position t.
-  void window_rows(MixerState& state, int64_t t, std::size_t block, Window& w) const {
+  // Points w at the ring rows of the window of query position t.
+  void window_rows(const BlockState& v, int64_t t, Window& w) const {
     w.first = std::max<int64_t>(0, t - window_ + 1);
     w.entries = static_cast<std::size_t>(t - w.first + 1);
     w.keys.resize(w.entries);
     w.values.resize(w.entries);
     w.scaled.resize(w.entries);
-    std::size_t slot = static_cast<std::size_t>(w.first) % state.capacity;
+    std::size_t slot = static_cast<std::size_t>(w.first) % v.capacity;
     for (std::size_t j = 0; j < w.entries; ++j) {
-      w.keys[j] = state.keys.row(slot, block);
-      w.values[j] = state.values.row(slot, block);
-      w.scaled[j] = state.scaled_keys.row(slot, block);
-      if (++slot == state.capacity) slot = 0;
+      w.keys[j] = v.keys->row(slot, v.ring_block);
+      w.values[j] = v.values->row(slot, v.ring_block);
+      w.scaled[j] = v.scaled->row(slot, v.ring_block);
+      if (++slot == v.capacity) slot = 0;
     }
   }
 
@@ -303,13 +382,13 @@ class AftMixerOp final : public Op {
 
   // The reference form, for windows whose frame cannot represent them (keys and biases spread by
   // more than the float range): a copy of (m, a, b) absorbs each entry with an exp of its own.
-  void exact_window_output(const kernels::KernelTable& k, const Window& w, const MixerState& state,
+  void exact_window_output(const kernels::KernelTable& k, const Window& w, const BlockState& v,
                            int64_t t, const float* q, std::size_t n, std::size_t c0,
                            float* y) const {
     alignas(64) float wm[Blocks::kBlock], wa[Blocks::kBlock], wb[Blocks::kBlock];
-    std::memcpy(wm, state.m.data() + c0, n * sizeof(float));
-    std::memcpy(wa, state.a.data() + c0, n * sizeof(float));
-    std::memcpy(wb, state.b.data() + c0, n * sizeof(float));
+    std::memcpy(wm, v.m, n * sizeof(float));
+    std::memcpy(wa, v.a, n * sizeof(float));
+    std::memcpy(wb, v.b, n * sizeof(float));
     for (std::size_t j = 0; j < w.entries; ++j) {
       const int64_t tp = w.first + static_cast<int64_t>(j);
       if (const float* row = bias_.per_channel(t - tp)) {

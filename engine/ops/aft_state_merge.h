@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 
 #include "exp_nonpositive.h"
 
@@ -14,11 +15,13 @@ struct AftState {
 };
 
 // As the streaming kernel adds an entry (kernels/f32_aft_accumulate.hpp); from m = -inf it yields
-// the partial itself, exactly. Written with selects on values, not branches, so that loops over it
-// vectorize.
+// the partial itself, exactly, and an empty partial (pm = -inf) changes nothing, even when the
+// state is empty too (where pm - m would be NaN). Written with selects on values, not branches, so
+// that loops over it vectorize.
 inline AftState merge(float m, float a, float b, float pm, float pa, float pb) {
   const bool grew = pm > m;
-  const float e = exp_nonpositive(grew ? m - pm : pm - m);
+  const bool empty = pm == -std::numeric_limits<float>::infinity();
+  const float e = empty ? 0.0f : exp_nonpositive(grew ? m - pm : pm - m);
   const float old_scale = grew ? e : 1.0f;
   const float new_scale = grew ? 1.0f : e;
   return AftState{grew ? pm : m, a * old_scale + pa * new_scale, b * old_scale + pb * new_scale};
