@@ -83,7 +83,8 @@ struct Probes {
 MeasuredLimits::Sample measure_limits(const Probes& probes, int threads) {
   return {probes.memory.best_gbps(threads, kProbeRuns),
           probes.weights.best_gbps(threads, kProbeRuns),
-          probes.fma.best_gflops(threads, kProbeRuns)};
+          probes.fma.best_gflops(threads, kProbeRuns),
+          ForkJoinProbe::best_microseconds(threads, kProbeRuns)};
 }
 
 int run(const Options& o) {

@@ -111,4 +111,21 @@ double FmaProbe::best_gflops(int threads, int runs) const {
   return best;
 }
 
+double ForkJoinProbe::best_microseconds(int threads, int runs) {
+  constexpr int kRegions = 2000;
+  double best = 0.0;
+  for (int run = 0; run < runs; ++run) {
+    int entered = 0;
+    const auto start = Clock::now();
+    for (int i = 0; i < kRegions; ++i) {
+#pragma omp parallel num_threads(threads) reduction(+ : entered)
+      entered += 1;
+    }
+    const double microseconds = seconds_since(start) * 1e6 / kRegions;
+    g_sink = g_sink + static_cast<float>(entered);
+    best = run == 0 ? microseconds : std::min(best, microseconds);
+  }
+  return best;
+}
+
 }  // namespace aft::bench

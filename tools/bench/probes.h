@@ -1,5 +1,5 @@
 // The machine's limits, measured by aft-bench in the same run as the model (other load on the
-// machine moves them a lot): read bandwidth, and the FMA peak.
+// machine moves them a lot): read bandwidth, the FMA peak, and what a parallel region costs.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +36,14 @@ class FmaProbe {
 
  private:
   std::size_t iterations_ = 0;
+};
+
+// The cost of opening and closing an OpenMP parallel region on `threads` threads: what each op
+// pays to split its work, which decides whether small models gain from a second thread.
+class ForkJoinProbe {
+ public:
+  // Microseconds per region, the fastest of `runs` runs of many empty regions.
+  static double best_microseconds(int threads, int runs);
 };
 
 }  // namespace aft::bench

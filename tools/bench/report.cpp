@@ -151,13 +151,16 @@ void write_markdown(const Report& r, std::FILE* out) {
                  r.bandwidth_bytes >> 20, static_cast<double>(r.weights_probe_bytes) / 1e6);
     std::fprintf(out,
                  "| threads | memory read GB/s (before, after) | read at weights' size GB/s | FMA "
-                 "GFLOP/s |\n");
-    std::fprintf(out, "|---:|---:|---:|---:|\n");
+                 "GFLOP/s | parallel region us |\n");
+    std::fprintf(out, "|---:|---:|---:|---:|---:|\n");
     for (const MeasuredLimits& l : r.limits) {
-      std::fprintf(out, "| %d | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) |\n",
+      std::fprintf(out,
+                   "| %d | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.2f (%.2f, "
+                   "%.2f) |\n",
                    l.threads, l.read(), l.before.read_gbps, l.after.read_gbps, l.read_weights(),
                    l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
-                   l.before.fma_gflops, l.after.fma_gflops);
+                   l.before.fma_gflops, l.after.fma_gflops, l.fork_join(), l.before.fork_join_us,
+                   l.after.fork_join_us);
     }
   }
 
@@ -220,7 +223,9 @@ void write_json(const Report& r, std::FILE* out) {
             {l.before.read_weights_gbps, l.after.read_weights_gbps}},
            {"read_weights_buffer_bytes", r.weights_probe_bytes},
            {"fma_gflops", l.fma()},
-           {"fma_gflops_before_after", {l.before.fma_gflops, l.after.fma_gflops}}});
+           {"fma_gflops_before_after", {l.before.fma_gflops, l.after.fma_gflops}},
+           {"fork_join_us", l.fork_join()},
+           {"fork_join_us_before_after", {l.before.fork_join_us, l.after.fork_join_us}}});
     }
   }
   j["results"] = Json::array();

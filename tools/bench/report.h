@@ -38,6 +38,7 @@ struct MeasuredLimits {
     double read_gbps = 0.0;          // memory read bandwidth (large buffer), 1e9 bytes/s
     double read_weights_gbps = 0.0;  // read bandwidth over a buffer the size of the weights
     double fma_gflops = 0.0;         // FMA peak, 1e9 FLOP/s
+    double fork_join_us = 0.0;       // an empty OpenMP parallel region, microseconds
   };
   int threads = 1;
   Sample before, after;
@@ -46,6 +47,7 @@ struct MeasuredLimits {
     return std::max(before.read_weights_gbps, after.read_weights_gbps);
   }
   double fma() const { return std::max(before.fma_gflops, after.fma_gflops); }
+  double fork_join() const { return std::min(before.fork_join_us, after.fork_join_us); }
 };
 
 struct Report {
