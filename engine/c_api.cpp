@@ -69,14 +69,6 @@ void copy_out(const void* bytes, std::size_t count, std::size_t item_size, void*
   }
 }
 
-// aft_model_info::n_matmul_parameters. No overflow: the config is checked to have at most 2^40
-// parameters in all.
-int64_t matmul_parameters(const aft::ModelConfig& c) {
-  const int64_t d = c.d_model;
-  const int64_t per_layer = d * (3 * d + c.key_width()) + 2 * d * c.d_ff;
-  return c.n_layers * per_layer + c.vocab_size * d;
-}
-
 }  // namespace
 
 extern "C" {
@@ -153,7 +145,7 @@ aft_status aft_model_get_info(const aft_model* model, aft_model_info* info) {
                            c.max_positions(),
                            model->model->n_parameters(),
                            model->model->file().size_bytes(),
-                           matmul_parameters(c)};
+                           c.matmul_parameters()};
   });
 }
 

@@ -1,28 +1,96 @@
 #include "executor.h"
 
+#include <omp.h>
+
+#include <exception>
+#include <mutex>
+
 namespace aft {
+namespace {
+
+// What one node reads and writes for a call of `rows` token rows and `output_rows` output rows.
+class NodeTensors {
+ public:
+  NodeTensors(const Graph& graph, const BufferPlan& plan, const std::vector<float*>& buffers,
+              std::size_t rows, std::size_t output_rows)
+      : values_(graph.values()),
+        plan_(plan),
+        buffers_(buffers),
+        rows_(rows),
+        output_rows_(output_rows) {}
+
+  std::size_t rows_of(ValueId id) const {
+    return values_[id].rows == RowSet::Tokens ? rows_ : output_rows_;
+  }
+
+  Tensor value(ValueId id, std::size_t rows) const {
+    // An output-rows node reads the last rows of a token-rows input.
+    const std::size_t skipped = rows_of(id) - rows;
+    return Tensor{buffers_[plan_.value_buffer[id]] + skipped * values_[id].width, rows,
+                  values_[id].width};
+  }
+
+  // The node's inputs into `inputs`; returns its output (0 rows: the node does not run).
+  Tensor gather(const Node& node, std::vector<Tensor>& inputs) const {
+    const std::size_t out_rows = rows_of(node.output);
+    inputs.clear();
+    for (ValueId id : node.inputs) inputs.push_back(value(id, out_rows));
+    return value(node.output, out_rows);
+  }
+
+ private:
+  const std::vector<Value>& values_;
+  const BufferPlan& plan_;
+  const std::vector<float*>& buffers_;
+  std::size_t rows_, output_rows_;
+};
+
+// One parallel region for the whole call (a decoded token): each op splits its work over the
+// team, a barrier between ops, instead of a region per op. An exception stops no thread early
+// (every thread reaches every barrier); the first one is rethrown after the region.
+void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const ExecContext& ctx) {
+  std::vector<Tensor> inputs;
+  for (const Node& node : graph.nodes()) {
+    const Tensor out = tensors.gather(node, inputs);
+    if (out.rows > 0) node.op->prepare(ctx, out.rows);
+  }
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel num_threads(ctx.n_threads)
+  {
+    const Team team{omp_get_thread_num(), omp_get_num_threads()};
+    std::vector<Tensor> node_inputs;
+    for (const Node& node : graph.nodes()) {
+      const Tensor out = tensors.gather(node, node_inputs);
+      if (out.rows == 0) continue;
+      try {
+        node.op->run_in_team(ctx, node_inputs, out, team);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+#pragma omp barrier
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
 
 Tensor execute(const Graph& graph, const BufferPlan& plan, const std::vector<float*>& buffers,
                const ExecContext& ctx, std::size_t rows, std::size_t output_rows) {
-  const auto& values = graph.values();
-  auto rows_of = [&](ValueId id) { return values[id].rows == RowSet::Tokens ? rows : output_rows; };
-  std::vector<Tensor> inputs;
-  for (const Node& node : graph.nodes()) {
-    const std::size_t out_rows = rows_of(node.output);
-    if (out_rows == 0) continue;
-    inputs.clear();
-    for (ValueId id : node.inputs) {
-      // An output-rows node reads the last out_rows rows of a token-rows input.
-      const std::size_t skipped = rows_of(id) - out_rows;
-      inputs.push_back(Tensor{buffers[plan.value_buffer[id]] + skipped * values[id].width, out_rows,
-                              values[id].width});
+  const NodeTensors tensors(graph, plan, buffers, rows, output_rows);
+  if (ctx.one_region && ctx.n_threads > 1) {
+    execute_in_one_region(graph, tensors, ctx);
+  } else {
+    std::vector<Tensor> inputs;
+    for (const Node& node : graph.nodes()) {
+      const Tensor out = tensors.gather(node, inputs);
+      if (out.rows > 0) node.op->run(ctx, inputs, out);
     }
-    node.op->run(
-        ctx, inputs,
-        Tensor{buffers[plan.value_buffer[node.output]], out_rows, values[node.output].width});
   }
   const ValueId out = graph.output();
-  return Tensor{buffers[plan.value_buffer[out]], rows_of(out), values[out].width};
+  return tensors.value(out, tensors.rows_of(out));
 }
 
 }  // namespace aft

@@ -4,6 +4,15 @@
 
 namespace aft {
 
+void Op::prepare(const ExecContext&, std::size_t) const {}
+
+void Op::run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                     Team team) const {
+  if (team.id != 0) return;
+  const ExecContext alone{ctx.kernels, 1, ctx.position, ctx.tokens, ctx.state};
+  run(alone, inputs, out);
+}
+
 ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std::string name,
                         std::size_t width, RowSet rows) {
   for (ValueId input : inputs) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "parallel.h"
 #include "tensor.h"
 
 namespace aft {
@@ -27,6 +28,8 @@ struct ExecContext {
   int64_t position;       // of the first token of this call
   const int32_t* tokens;  // the call's tokens, already validated
   SessionState& state;
+  // Run this one-token call's ops in a single parallel region (executor.cpp).
+  bool one_region = false;
 };
 
 class Op {
@@ -36,6 +39,15 @@ class Op {
   // inputs are sliced to out.rows rows (the last ones) when the node produces output rows.
   virtual void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                    const Tensor& out) const = 0;
+
+  // A decoded token in one parallel region (ExecContext::one_region): first prepare() for every
+  // op on one thread, before the region (what must not race: growing state, flags); then every
+  // thread of the team calls run_in_team() for each op in turn, with a barrier after each. An op
+  // does its share of the work, split as run() would split it over team.size threads, so the
+  // results are the same bits. The default: thread 0 runs run() alone.
+  virtual void prepare(const ExecContext& ctx, std::size_t rows) const;
+  virtual void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs,
+                           const Tensor& out, Team team) const;
 };
 
 using ValueId = std::size_t;

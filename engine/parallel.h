@@ -12,23 +12,50 @@ namespace aft {
 // thread: small ops run on fewer threads.
 constexpr std::size_t kMinWorkPerThread = 1 << 15;
 
+// A split of [0, n): parts ranges of per items (the last one shorter).
+struct Ranges {
+  std::size_t per;
+  std::size_t parts;
+};
+
 // cost_per_item: work units of one item, used to choose how many threads are worth waking.
-template <class Body>
-void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
-                     const Body& body) {
+inline Ranges split_ranges(std::size_t n, std::size_t align, int n_threads,
+                           std::size_t cost_per_item) {
   const std::size_t worth = std::max<std::size_t>(1, n * cost_per_item / kMinWorkPerThread);
   const std::size_t threads = std::min(static_cast<std::size_t>(std::max(n_threads, 1)), worth);
   std::size_t per = (n + threads - 1) / threads;
   per = std::max<std::size_t>(align, (per + align - 1) / align * align);
-  const std::size_t parts = (n + per - 1) / per;
-  if (parts <= 1) {
+  return Ranges{per, (n + per - 1) / per};
+}
+
+template <class Body>
+void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
+                     const Body& body) {
+  const Ranges r = split_ranges(n, align, n_threads, cost_per_item);
+  if (r.parts <= 1) {
     body(std::size_t{0}, n);
     return;
   }
-#pragma omp parallel for num_threads(static_cast <int>(parts)) schedule(static)
-  for (std::size_t p = 0; p < parts; ++p) {
-    body(p * per, std::min(n, (p + 1) * per));
+#pragma omp parallel for num_threads(static_cast <int>(r.parts)) schedule(static)
+  for (std::size_t p = 0; p < r.parts; ++p) {
+    body(p * r.per, std::min(n, (p + 1) * r.per));
   }
+}
+
+// The threads of a parallel region already open (a decoded token's, executor.cpp): this thread is
+// number id of size.
+struct Team {
+  int id;
+  int size;
+};
+
+// parallel_ranges inside a team: the same split over the team's threads, this thread's range only.
+template <class Body>
+void team_ranges(std::size_t n, std::size_t align, Team team, std::size_t cost_per_item,
+                 const Body& body) {
+  const Ranges r = split_ranges(n, align, team.size, cost_per_item);
+  const auto part = static_cast<std::size_t>(team.id);
+  if (part < r.parts) body(part * r.per, std::min(n, (part + 1) * r.per));
 }
 
 }  // namespace aft

@@ -69,8 +69,16 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       if (mode == AFT_LOGITS_ALL) output_rows = rows;
       if (mode == AFT_LOGITS_LAST && last_chunk) output_rows = 1;
 
-      const ExecContext ctx{kernels::active_kernels(), n_threads_, state_.position, tokens + done,
-                            state_};
+      // A decoded token of a large model runs in one parallel region: its ops split their work
+      // over the same threads with a barrier between them, not a fork and join each.
+      const bool one_region =
+          rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
+      const ExecContext ctx{kernels::active_kernels(),
+                            n_threads_,
+                            state_.position,
+                            tokens + done,
+                            state_,
+                            one_region};
       const Tensor out =
           execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {

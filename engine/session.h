@@ -16,6 +16,9 @@ class Session {
  public:
   // Tokens per graph run: longer prompts are processed in chunks of this many, bounding memory.
   static constexpr std::size_t kMaxChunkRows = 256;
+  // Models with at least this many matmul weights decode a token in one parallel region
+  // (executor.h). Smaller ones keep most ops on one thread, and would only pay its barriers.
+  static constexpr int64_t kOneRegionMinParameters = int64_t{1} << 22;
 
   Session(const Model& model, int n_threads);
 

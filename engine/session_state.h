@@ -24,6 +24,9 @@ struct MixerState {
   AlignedFloats frame;
   ChannelBlockedRows scaled_keys;
   bool frame_valid = true;
+  // For a token decoded in one parallel region: frame_valid as it was before the token
+  // (Op::prepare takes it, so that no thread of the region writes the flag).
+  bool reframe_pending = false;
   std::size_t capacity = 0;
 
   void reset();

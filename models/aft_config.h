@@ -42,6 +42,13 @@ struct ModelConfig {
   // The number of weights expected_tensors() adds up to (saturating above 2^40).
   int64_t n_parameters() const;
   int64_t key_width() const { return mixer == Mixer::Conv ? n_heads : d_model; }
+  // Weights of the query, key, value, output and feed-forward products of every layer and of the
+  // head (vocab x d), without biases: what decoding a token reads. No overflow: a checked config
+  // has at most 2^40 parameters in all.
+  int64_t matmul_parameters() const {
+    const int64_t per_layer = d_model * (3 * d_model + key_width()) + 2 * d_model * d_ff;
+    return n_layers * per_layer + vocab_size * d_model;
+  }
 };
 
 const char* to_string(Mixer mixer);

@@ -98,11 +98,7 @@ class AftMixerOp final : public Op {
       return;
     }
     const bool reframe = !state.frame_valid;
-    // Per channel and token: one accumulator step (about 10 units) per windowed position.
-    const std::size_t cost =
-        Blocks::kBlock * out.rows * 10 *
-        (1 + static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + out.rows)));
-    parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, cost,
+    parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, block_cost(ctx, out.rows),
                     [&](std::size_t begin, std::size_t end) {
                       for (std::size_t block = begin; block < end; ++block) {
                         BlockState view = session_block(state, block);
@@ -112,7 +108,44 @@ class AftMixerOp final : public Op {
     state.frame_valid = true;
   }
 
+  void prepare(const ExecContext& ctx, std::size_t rows) const override {
+    MixerState& state = ctx.state.layers[layer_];
+    reserve_rows(state, ctx.position + static_cast<int64_t>(rows), state.m.size());
+    state.reframe_pending = !state.frame_valid;
+    state.frame_valid = true;
+  }
+
+  // One token (the only use of a team): run()'s split of the channel blocks.
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                   Team team) const override {
+    if (out.rows != 1) {
+      Op::run_in_team(ctx, inputs, out, team);
+      return;
+    }
+    MixerState& state = ctx.state.layers[layer_];
+    team_ranges(Blocks::blocks_of(out.width), 1, team, block_cost(ctx, out.rows),
+                [&](std::size_t begin, std::size_t end) {
+                  const SharedWindowWeights* shared = nullptr;
+                  if (window_ > 0 && !bias_.per_channel_max()) {
+                    // Each thread with blocks its own copy: one row, an exp per entry.
+                    thread_local SharedWindowWeights weights;
+                    fill_shared_weights(ctx, out.rows, weights);
+                    shared = &weights;
+                  }
+                  for (std::size_t block = begin; block < end; ++block) {
+                    run_block(ctx, inputs, out, session_block(state, block), shared,
+                              state.reframe_pending, block, 0, out.rows);
+                  }
+                });
+  }
+
  private:
+  // Per channel block and token: one accumulator step (about 10 units) per windowed position.
+  std::size_t block_cost(const ExecContext& ctx, std::size_t rows) const {
+    return Blocks::kBlock * rows * 10 *
+           (1 + static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + rows)));
+  }
+
   // Full-bias models keep every position: their key/value rows grow with the sequence.
   static void reserve_rows(MixerState& state, int64_t positions, std::size_t width) {
     const std::size_t needed = std::min(state.capacity, static_cast<std::size_t>(positions));

@@ -31,18 +31,33 @@ class LinearOp final : public Op {
     // One token: a matrix-vector product, bound by reading the weights once.
     parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_,
                     [&](std::size_t begin, std::size_t end) {
-                      ctx.kernels.gemv_f32(end - begin, in_width_, w_ + begin * in_width_, in.data,
-                                           bias_ ? bias_ + begin : nullptr, out.data + begin);
-                      if (post_ == kernels::PostOp::Relu)
-                        ctx.kernels.relu_f32(end - begin, out.data + begin);
-                      if (post_ == kernels::PostOp::Gelu)
-                        ctx.kernels.gelu_f32(end - begin, out.data + begin);
-                      if (residual)
-                        ctx.kernels.add_f32(end - begin, residual + begin, out.data + begin);
+                      gemv_rows(ctx, in.data, residual, out.data, begin, end);
                     });
   }
 
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                   Team team) const override {
+    if (out.rows != 1) {
+      Op::run_in_team(ctx, inputs, out, team);
+      return;
+    }
+    const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
+    team_ranges(out_width_, kRowAlign, team, in_width_, [&](std::size_t begin, std::size_t end) {
+      gemv_rows(ctx, inputs[0].data, residual, out.data, begin, end);
+    });
+  }
+
  private:
+  // Output rows [begin, end) of one token: bias, activation and residual while they are cached.
+  void gemv_rows(const ExecContext& ctx, const float* x, const float* residual, float* y,
+                 std::size_t begin, std::size_t end) const {
+    ctx.kernels.gemv_f32(end - begin, in_width_, w_ + begin * in_width_, x,
+                         bias_ ? bias_ + begin : nullptr, y + begin);
+    if (post_ == kernels::PostOp::Relu) ctx.kernels.relu_f32(end - begin, y + begin);
+    if (post_ == kernels::PostOp::Gelu) ctx.kernels.gelu_f32(end - begin, y + begin);
+    if (residual) ctx.kernels.add_f32(end - begin, residual + begin, y + begin);
+  }
+
   std::size_t in_width_, out_width_;
   const float* w_;
   const float* bias_;
