@@ -213,6 +213,40 @@ aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t 
   });
 }
 
+size_t aft_session_state_size(const aft_session* session) {
+  return session ? session->session->state_size() : 0;
+}
+
+aft_status aft_session_state_save(const aft_session* session, void* buffer, size_t capacity,
+                                  size_t* written) {
+  return guarded([&] {
+    require(session, "session");
+    const std::size_t size = session->session->state_size();
+    if (written) *written = size;
+    if (capacity >= size) require(buffer, "buffer");
+    session->session->save_state(buffer, capacity);
+  });
+}
+
+aft_status aft_session_state_load(aft_session* session, const void* buffer, size_t size) {
+  return guarded([&] {
+    require(session, "session");
+    require(buffer, "buffer");
+    session->session->load_state(buffer, size);
+  });
+}
+
+aft_status aft_session_fork(const aft_session* session, aft_session** fork) {
+  return guarded([&] {
+    require(fork, "fork");
+    *fork = nullptr;
+    require(session, "session");
+    auto handle = std::make_unique<aft_session>();
+    handle->session = session->session->fork();
+    *fork = handle.release();
+  });
+}
+
 aft_sampler_params aft_sampler_default_params(void) {
   return aft_sampler_params{0.8f, 40, 0.95f, 0};
 }

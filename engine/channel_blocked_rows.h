@@ -52,6 +52,11 @@ class ChannelBlockedRows {
     width_ = width;
   }
 
+  // Every float, block by block (the padding lanes of a last narrow block included): for saving.
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+  std::size_t floats() const { return data_.size(); }
+
   // Copies a plain row of width channels into row r.
   void store(std::size_t r, const float* values) {
     for (std::size_t b = 0; b < blocks(); ++b) {

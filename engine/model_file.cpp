@@ -270,6 +270,8 @@ ModelFile ModelFile::open(const std::string& path, bool verify_checksums) {
       }
     }
   }
+  const std::string header_text = file.header_.dump();
+  file.fingerprint_ = crc32(header_text.data(), header_text.size());
   return file;
 }
 

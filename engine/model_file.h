@@ -36,12 +36,16 @@ class ModelFile {
   const nlohmann::json& tokenizer() const { return header_.at("tokenizer"); }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;  // null if absent
+  // CRC-32 of the header (config, tokenizer, and every tensor's shape, place and checksum): which
+  // model a saved session state belongs to.
+  uint32_t fingerprint() const { return fingerprint_; }
 
  private:
   std::string path_;
   MappedFile map_;
   nlohmann::json header_;
   std::vector<TensorInfo> tensors_;
+  uint32_t fingerprint_ = 0;
 };
 
 }  // namespace aft

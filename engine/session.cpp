@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "error.h"
 #include "executor.h"
 #include "kernels/kernels.h"
+#include "session_state_blob.h"
 
 namespace aft {
 
@@ -23,6 +25,30 @@ Session::Session(const Model& model, int n_threads)
 void Session::reset() {
   state_.position = 0;
   for (MixerState& layer : state_.layers) layer.reset();
+}
+
+std::size_t Session::state_size() const { return state_blob_size(state_); }
+
+void Session::save_state(void* out, std::size_t capacity) const {
+  const std::size_t size = state_size();
+  if (capacity < size) {
+    throw Error(AFT_ERR_BUFFER_TOO_SMALL, "session state: " + std::to_string(size) +
+                                              " bytes needed, the buffer has " +
+                                              std::to_string(capacity));
+  }
+  write_state_blob(state_, model_.file().fingerprint(), out);
+}
+
+void Session::load_state(const void* data, std::size_t size) {
+  const int64_t limit = model_.config().max_positions();
+  state_ = read_state_blob(data, size, model_.file().fingerprint(), model_.initial_state(),
+                           limit > 0 ? limit : std::numeric_limits<int64_t>::max());
+}
+
+std::unique_ptr<Session> Session::fork() const {
+  auto copy = std::make_unique<Session>(model_, n_threads_);
+  copy->state_ = state_;
+  return copy;
 }
 
 void Session::check_input(const int32_t* tokens, std::size_t n_tokens) const {

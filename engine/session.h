@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
 #include "aft.h"
 #include "aligned_buffer.h"
+
 #include "model.h"
 #include "session_state.h"
 
@@ -27,6 +29,15 @@ class Session {
   void reset();
   int64_t position() const { return state_.position; }
   const Model& model() const { return model_; }
+
+  // The state as bytes (session_state_blob.h). save_state needs state_size() bytes of capacity
+  // (Error AFT_ERR_BUFFER_TOO_SMALL otherwise); load_state leaves the session unchanged on a bad
+  // blob (Error AFT_ERR_FORMAT).
+  std::size_t state_size() const;
+  void save_state(void* out, std::size_t capacity) const;
+  void load_state(const void* data, std::size_t size);
+  // A new session on the same model and threads, at the same point of the same sequence.
+  std::unique_ptr<Session> fork() const;
 
  private:
   void check_input(const int32_t* tokens, std::size_t n_tokens) const;

@@ -125,6 +125,32 @@ typedef enum aft_logits_mode {
 aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t n_tokens,
                             aft_logits_mode mode, float* logits);
 
+/* ---- Session state: save, restore, fork ------------------------------------------------------- */
+
+/* A sequence's whole state (the position and, per layer, the AFT running sums and the window or
+ * the kept keys and values) as bytes: AFT-simple O(d) per layer, AFT-local and AFT-conv O(s d),
+ * AFT-full O(t d) at position t. Saved, restored and continued, it gives the same bits as never
+ * saving. The bytes name the model they belong to (a checksum of its header: config, tokenizer and
+ * every tensor's checksum) and carry a checksum of their own. */
+
+/* The bytes aft_session_state_save needs now (it grows with the position for AFT-full); 0 if
+ * session is NULL. */
+size_t aft_session_state_size(const aft_session* session);
+
+/* Writes the state to buffer. *written (may be NULL) receives the state's size; if it exceeds
+ * capacity, AFT_ERR_BUFFER_TOO_SMALL is returned and nothing is written. */
+aft_status aft_session_state_save(const aft_session* session, void* buffer, size_t capacity,
+                                  size_t* written);
+
+/* Replaces the session's state with a saved one. AFT_ERR_FORMAT, with the session unchanged, for
+ * bytes that are truncated, corrupted, of another format version or of another model. */
+aft_status aft_session_state_load(aft_session* session, const void* buffer, size_t size);
+
+/* A new session on the same model and thread count at the same point of the same sequence:
+ * continuing either gives the tokens and logits the original would. Free it with
+ * aft_session_free. */
+aft_status aft_session_fork(const aft_session* session, aft_session** fork);
+
 /* ---- Sampling ------------------------------------------------------------------------------- */
 
 typedef struct aft_sampler aft_sampler;
