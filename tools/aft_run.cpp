@@ -45,6 +45,7 @@ const char kUsage[] =
     "  -s, --seed N         random seed (default: chosen at random and printed)\n"
     "  -t, --threads N      threads; 0 = one per physical core (default 0)\n"
     "      --no-checksum    skip verifying tensor checksums when loading\n"
+    "  -v, --verbose        also report the sequence's state: its size, and save + restore time\n"
     "  -h, --help           show this help\n";
 
 struct Options {
@@ -58,6 +59,7 @@ struct Options {
   std::optional<uint64_t> seed;
   long long threads = 0;
   bool verify_checksums = true;
+  bool verbose = false;
 };
 
 // Returns nullopt when --help was asked for.
@@ -91,6 +93,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.threads = parse_integer(arg, value(), 0, 1024);
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
+    } else if (arg == "-v" || arg == "--verbose") {
+      options.verbose = true;
     } else if (!arg.empty() && arg[0] == '-') {
       throw UsageError("unknown option " + arg + " (see --help)");
     } else if (options.model.empty()) {
@@ -126,6 +130,17 @@ void print_token(const aft_model* model, int32_t token) {
   check(aft_token_to_text(model, token, piece, sizeof(piece), &length), "decoding a token");
   std::fwrite(piece, 1, length, stdout);
   std::fflush(stdout);
+}
+
+// The sequence's state (what aft_session_state_save writes) and a save + restore round trip.
+void report_state(aft_session* session) {
+  const size_t size = aft_session_state_size(session);
+  std::vector<unsigned char> saved(size);
+  const auto start = Clock::now();
+  check(aft_session_state_save(session, saved.data(), saved.size(), nullptr), "saving the state");
+  check(aft_session_state_load(session, saved.data(), saved.size()), "restoring the state");
+  std::fprintf(stderr, "aft-run: state %zu bytes at position %lld, saved and restored in %.3f ms\n",
+               size, static_cast<long long>(aft_session_position(session)), ms_since(start));
 }
 
 int run(const Options& options) {
@@ -207,6 +222,7 @@ int run(const Options& options) {
                "generated %lld tokens, decode %.1f ms, %.1f tokens/s\n",
                load_ms, tokens.size(), prefill_ms, tokens.size() * 1000.0 / prefill_ms, generated,
                decode_ms, decoded > 0 ? decoded * 1000.0 / decode_ms : 0.0);
+  if (options.verbose) report_state(session.get());
   return 0;
 }
 
