@@ -29,6 +29,7 @@ class Writer {
  public:
   explicit Writer(unsigned char* out) : out_(out) {}
   void bytes(const void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null (an empty array)
     std::memcpy(out_ + at_, data, n);
     at_ += n;
   }
@@ -52,6 +53,7 @@ class Reader {
       fail("truncated: " + std::to_string(size_) + " bytes, more expected at offset " +
            std::to_string(at_));
     }
+    if (n == 0) return;  // out may be null (an empty array)
     std::memcpy(out, data_ + at_, n);
     at_ += n;
   }
