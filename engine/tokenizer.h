@@ -17,6 +17,8 @@ class Tokenizer {
   static Tokenizer from_json(const nlohmann::json& description, const std::string& where);
 
   std::size_t vocab_size() const { return pieces_.size(); }
+  // "byte" or "char", as the file names it.
+  const char* kind() const { return byte_level_ ? "byte" : "char"; }
   // Throws Error(AFT_ERR_TOKENIZE) naming the character and its byte offset (invalid UTF-8 for a
   // character vocabulary, or a character outside it).
   std::vector<int32_t> encode(std::string_view text) const;

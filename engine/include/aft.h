@@ -1,9 +1,14 @@
 /* aft: CPU inference for Attention Free Transformer language models. Public C API.
  *
  * Every function that can fail returns an aft_status; on failure aft_last_error() holds a message
- * naming the problem (file, tensor, expected vs found). Handles are opaque. A model is immutable
- * after loading and may be shared by sessions on several threads; a session is used by one thread
- * at a time.
+ * naming the problem (file, tensor, expected vs found). Handles are opaque; every int-typed enum
+ * value may be passed (bad ones are refused with AFT_ERR_INVALID_ARGUMENT).
+ *
+ * Threads: a model is immutable after loading; any number of threads may use it at once (create
+ * sessions, tokenize, read its info). A session and a sampler are used by one thread at a time;
+ * different sessions (of one model or of several) may run on different threads at once. The
+ * library's global settings (the log callback) are set before other threads use the library.
+ * How many threads a session computes with: aft_session_params.n_threads.
  */
 #ifndef AFT_H
 #define AFT_H
@@ -15,6 +20,11 @@
 extern "C" {
 #endif
 
+/* The version of this header; aft_version() gives the library's, which may be newer. */
+#define AFT_VERSION_MAJOR 0
+#define AFT_VERSION_MINOR 2
+#define AFT_VERSION_PATCH 0
+
 typedef enum aft_status {
   AFT_OK = 0,
   AFT_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad parameter value */
@@ -25,8 +35,20 @@ typedef enum aft_status {
   AFT_ERR_BUFFER_TOO_SMALL = 6, /* the output buffer is too small; the needed size is reported */
   AFT_ERR_OUT_OF_MEMORY = 7,
   AFT_ERR_INTERNAL = 8,
+  AFT_ERR_ABORTED =
+      9, /* the session's abort callback asked to stop (aft_session_set_abort_callback) */
   AFT_STATUS_MAX_ENUM = 0x7FFFFFFF
 } aft_status;
+
+/* ---- Library ------------------------------------------------------------------------------- */
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* aft_version(void);
+
+/* The version of the model file format (docs/format.md) this library reads, and of the session
+ * state bytes it writes and reads (aft_session_state_save). */
+uint32_t aft_model_file_version(void);
+uint32_t aft_session_state_version(void);
 
 /* A static string naming the status ("invalid argument", ...). */
 const char* aft_status_string(aft_status status);
@@ -43,6 +65,21 @@ const char* aft_kernel_isa(void);
  * and the implementations it picked on this machine (limit them with ONEDNN_MAX_CPU_ISA). */
 const char* aft_matmul_implementation(void);
 
+typedef enum aft_log_level {
+  AFT_LOG_ERROR = 0,
+  AFT_LOG_WARNING = 1,
+  AFT_LOG_INFO = 2,
+  AFT_LOG_LEVEL_MAX_ENUM = 0x7FFFFFFF
+} aft_log_level;
+
+/* Receives the library's messages (one line each, without a newline) instead of stderr, where by
+ * default warnings and errors go. May be called from any thread that uses the library. */
+typedef void (*aft_log_callback)(aft_log_level level, const char* message, void* user_data);
+
+/* Sends messages to callback (NULL: back to stderr). Not thread-safe: set it before other threads
+ * use the library. */
+void aft_log_set_callback(aft_log_callback callback, void* user_data);
+
 /* ---- Model ---------------------------------------------------------------------------------- */
 
 typedef struct aft_model aft_model;
@@ -58,7 +95,8 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
 void aft_model_free(aft_model* model);
 
 typedef struct aft_model_info {
-  const char* mixer; /* "simple", "local", "conv" or "full" */
+  const char* mixer;     /* "simple", "local", "conv" or "full" */
+  const char* tokenizer; /* "byte" or "char" */
   int32_t vocab_size;
   int32_t d_model;
   int32_t n_layers;
@@ -75,6 +113,17 @@ typedef struct aft_model_info {
 } aft_model_info;
 
 aft_status aft_model_get_info(const aft_model* model, aft_model_info* info);
+
+/* The model file's header as key/value strings: every key of its config ("config.d_model" ->
+ * "512", "config.mixer" -> "local"), the tokenizer's kind ("tokenizer.type" -> "byte") and every
+ * entry of its free-form metadata ("metadata.producer" -> "aft-export"). Strings are given as
+ * they are, other values as their JSON text. Keys are sorted; the strings live as long as the
+ * model. */
+size_t aft_model_metadata_count(const aft_model* model); /* 0 if model is NULL */
+aft_status aft_model_metadata_at(const aft_model* model, size_t index, const char** key,
+                                 const char** value);
+/* The value of key, or NULL if the model (or key) is NULL or has no such key. */
+const char* aft_model_metadata_get(const aft_model* model, const char* key);
 
 /* ---- Tokenizer ------------------------------------------------------------------------------ */
 
@@ -94,14 +143,33 @@ aft_status aft_token_to_text(const aft_model* model, int32_t token, char* text, 
 typedef struct aft_session aft_session;
 
 typedef struct aft_session_params {
-  int32_t n_threads; /* 0 (default): the number of physical cores */
+  /* 0 (default): automatic, the physical cores shared by the sessions computing at the same
+   * moment (one session alone uses every core, two at once half each), so that sessions on
+   * several threads never oversubscribe the machine. N > 0: N threads, whatever else runs. At
+   * most AFT_MAX_THREADS. Results are the same bits for every thread count. */
+  int32_t n_threads;
 } aft_session_params;
+
+#define AFT_MAX_THREADS 1024
 
 aft_session_params aft_session_default_params(void);
 
 aft_status aft_session_create(const aft_model* model, const aft_session_params* params,
                               aft_session** session);
 void aft_session_free(aft_session* session);
+
+/* Changes the session's thread count (as aft_session_params.n_threads; 0 = automatic). */
+aft_status aft_session_set_threads(aft_session* session, int32_t n_threads);
+/* The thread count asked for (0 = automatic); -1 if session is NULL. */
+int32_t aft_session_threads(const aft_session* session);
+
+/* Called by aft_session_eval between chunks of a long prompt (every 256 tokens); a nonzero
+ * return stops the evaluation with AFT_ERR_ABORTED. The chunks already done stay consumed:
+ * aft_session_position tells how far it got, and feeding the rest of the tokens from there
+ * continues as if nothing had stopped. callback NULL: never stop. */
+typedef int (*aft_abort_callback)(void* user_data);
+aft_status aft_session_set_abort_callback(aft_session* session, aft_abort_callback callback,
+                                          void* user_data);
 
 /* Forgets every token: back to position 0. */
 aft_status aft_session_reset(aft_session* session);
@@ -125,7 +193,19 @@ typedef enum aft_logits_mode {
 aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t n_tokens,
                             aft_logits_mode mode, float* logits);
 
-/* ---- Session state: save, restore, fork ------------------------------------------------------- */
+/* Advances n_sessions sessions of one model by one token each (tokens[i] to sessions[i]) in a
+ * single pass that reads every weight once for all of them: decoding N sequences costs little more
+ * than one while the weights dominate. logits: with AFT_LOGITS_LAST or AFT_LOGITS_ALL (the same
+ * here), n_sessions x vocab_size floats, row i for sessions[i]; may be NULL with AFT_LOGITS_NONE.
+ * Each session's logits and state are bit-identical to aft_session_eval(sessions[i], &tokens[i],
+ * 1, ...). The sessions must be distinct and of one model; the pass uses sessions[0]'s thread
+ * count. On any error (a NULL or repeated session, a token or position out of range anywhere) no
+ * session changes. */
+aft_status aft_batch_decode(aft_session* const* sessions, const int32_t* tokens, size_t n_sessions,
+                            aft_logits_mode mode, float* logits);
+
+/* ---- Session state: save, restore, fork -------------------------------------------------------
+ */
 
 /* A sequence's whole state (the position and, per layer, the AFT running sums and the window or
  * the kept keys and values) as bytes: AFT-simple O(d) per layer, AFT-local and AFT-conv O(s d),
@@ -155,11 +235,30 @@ aft_status aft_session_fork(const aft_session* session, aft_session** fork);
 
 typedef struct aft_sampler aft_sampler;
 
+typedef struct aft_logit_bias {
+  int32_t token;
+  float bias; /* added to the token's logit; -INFINITY bans it */
+} aft_logit_bias;
+
+/* The chain, in order (llama.cpp's): logit bias, penalties over the recent tokens, top-k, top-p,
+ * min-p, temperature, then a draw from the sampler's own generator (or, at temperature 0, the
+ * most likely token). */
 typedef struct aft_sampler_params {
   float temperature; /* 0: greedy (argmax); default 0.8 */
   int32_t top_k;     /* keep the k most likely tokens; 0 = all; default 40 */
   float top_p;       /* keep the smallest set with probability >= p; 1 = all; default 0.95 */
-  uint64_t seed;     /* same seed, same logits: same tokens; default 0 */
+  float min_p; /* drop tokens less likely than min_p x the most likely; 0 = off; default 0.05 */
+  /* Penalties on the tokens among the last repeat_last_n recorded (aft_sampler_accept, and every
+   * token sampled): a repeated token's logit is divided by repeat_penalty if positive, multiplied
+   * if negative (1 = off, the default), then lowered by frequency_penalty x its count and by
+   * presence_penalty once (0 = off, the defaults). */
+  int32_t repeat_last_n; /* default 64; 0 = no penalties; -1 = every token since the reset */
+  float repeat_penalty;
+  float frequency_penalty;
+  float presence_penalty;
+  const aft_logit_bias* logit_bias; /* n_logit_bias entries, copied at creation; may be NULL */
+  size_t n_logit_bias;
+  uint64_t seed; /* same seed, same logits: same tokens; default 0 */
 } aft_sampler_params;
 
 aft_sampler_params aft_sampler_default_params(void);
@@ -167,9 +266,17 @@ aft_sampler_params aft_sampler_default_params(void);
 aft_status aft_sampler_create(const aft_sampler_params* params, aft_sampler** sampler);
 void aft_sampler_free(aft_sampler* sampler);
 
-/* Picks a token from n_vocab logits. */
+/* Picks a token from n_vocab logits (not modified) and records it as accept would.
+ * AFT_ERR_INVALID_ARGUMENT for a NaN or +inf logit, or when no token is left to pick (every logit
+ * -inf after the bias): never a made-up token 0. */
 aft_status aft_sampler_sample(aft_sampler* sampler, const float* logits, size_t n_vocab,
                               int32_t* token);
+
+/* Records a token in the penalties' history without sampling (a prompt's tokens, say). */
+aft_status aft_sampler_accept(aft_sampler* sampler, int32_t token);
+
+/* Forgets the history and restarts the generator from the seed. */
+aft_status aft_sampler_reset(aft_sampler* sampler);
 
 #ifdef __cplusplus
 }
