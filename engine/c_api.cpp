@@ -65,6 +65,7 @@ const char* aft_status_string(aft_status status) {
       return "internal error";
     case AFT_ERR_ABORTED:
       return "aborted";
+    case AFT_STATUS_MIN_ENUM:
     case AFT_STATUS_MAX_ENUM:
       break;
   }

@@ -1,8 +1,8 @@
 // The C API of sessions: evaluation, threads, state save / restore / fork, batch decode.
 #include <string>
+#include <vector>
 
 #include "c_api_guard.h"
-#include "physical_cores.h"
 
 using aft::capi::guarded;
 using aft::capi::require;
@@ -18,19 +18,32 @@ aft_status aft_session_create(const aft_model* model, const aft_session_params* 
     *session = nullptr;
     require(model, "model");
     const aft_session_params p = params ? *params : aft_session_default_params();
-    if (p.n_threads < 0) {
-      throw aft::Error(AFT_ERR_INVALID_ARGUMENT,
-                       "n_threads must be >= 0 (0 = one per physical core), found " +
-                           std::to_string(p.n_threads));
-    }
     auto handle = std::make_unique<aft_session>();
-    handle->session = std::make_unique<aft::Session>(
-        *model->model, p.n_threads > 0 ? p.n_threads : aft::physical_cores());
+    handle->session = std::make_unique<aft::Session>(*model->model, p.n_threads);
     *session = handle.release();
   });
 }
 
 void aft_session_free(aft_session* session) { delete session; }
+
+aft_status aft_session_set_threads(aft_session* session, int32_t n_threads) {
+  return guarded([&] {
+    require(session, "session");
+    session->session->set_threads(n_threads);
+  });
+}
+
+int32_t aft_session_threads(const aft_session* session) {
+  return session ? session->session->threads() : -1;
+}
+
+aft_status aft_session_set_abort_callback(aft_session* session, aft_abort_callback callback,
+                                          void* user_data) {
+  return guarded([&] {
+    require(session, "session");
+    session->session->set_abort_callback(callback, user_data);
+  });
+}
 
 aft_status aft_session_reset(aft_session* session) {
   return guarded([&] {
@@ -48,6 +61,22 @@ aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t 
   return guarded([&] {
     require(session, "session");
     session->session->eval(tokens, n_tokens, mode, logits);
+  });
+}
+
+aft_status aft_batch_decode(aft_session* const* sessions, const int32_t* tokens, size_t n_sessions,
+                            aft_logits_mode mode, float* logits) {
+  return guarded([&] {
+    if (n_sessions == 0) throw aft::Error(AFT_ERR_INVALID_ARGUMENT, "no sessions to decode");
+    require(sessions, "sessions");
+    std::vector<aft::Session*> inner(n_sessions);
+    for (std::size_t i = 0; i < n_sessions; ++i) {
+      if (!sessions[i]) {
+        throw aft::Error(AFT_ERR_INVALID_ARGUMENT, "sessions[" + std::to_string(i) + "] is NULL");
+      }
+      inner[i] = sessions[i]->session.get();
+    }
+    aft::Session::decode_batch(inner.data(), tokens, n_sessions, mode, logits);
   });
 }
 

@@ -11,11 +11,10 @@
 
 #include "kernels/kernels.h"
 #include "parallel.h"
+#include "session_state.h"
 #include "tensor.h"
 
 namespace aft {
-
-struct SessionState;
 
 // Which rows a value holds. Token values have a row for every token of the call; output values only
 // the rows whose logits are wanted (all of them, or just the last). Work after the last AFT mixer
@@ -30,6 +29,16 @@ struct ExecContext {
   SessionState& state;
   // Run this one-token call's ops in a single parallel region (executor.cpp).
   bool one_region = false;
+  // A batch decode (aft_batch_decode): row r is the next token of another sequence, whose state
+  // is batch_states[r]. Null: every row is a token of `state`.
+  SessionState* const* batch_states = nullptr;
+
+  SessionState& state_of(std::size_t row) const {
+    return batch_states ? *batch_states[row] : state;
+  }
+  int64_t position_of(std::size_t row) const {
+    return batch_states ? batch_states[row]->position : position + static_cast<int64_t>(row);
+  }
 };
 
 class Op {

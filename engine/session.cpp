@@ -1,12 +1,11 @@
 #include "session.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
 
+#include "compute_threads.h"
 #include "error.h"
 #include "executor.h"
 #include "kernels/kernels.h"
@@ -15,7 +14,8 @@
 namespace aft {
 
 Session::Session(const Model& model, int n_threads)
-    : model_(model), n_threads_(n_threads), state_(model.initial_state()) {
+    : model_(model), n_threads_(0), state_(model.initial_state()) {
+  set_threads(n_threads);
   for (std::size_t width : model.buffer_plan().buffer_widths) {
     buffers_.emplace_back(width * kMaxChunkRows);
     buffer_pointers_.push_back(buffers_.back().data());
@@ -25,6 +25,21 @@ Session::Session(const Model& model, int n_threads)
 void Session::reset() {
   state_.position = 0;
   for (MixerState& layer : state_.layers) layer.reset();
+}
+
+void Session::set_threads(int n_threads) {
+  if (n_threads < 0 || n_threads > AFT_MAX_THREADS) {
+    throw Error(AFT_ERR_INVALID_ARGUMENT,
+                "n_threads must be in [0, " + std::to_string(AFT_MAX_THREADS) +
+                    "] (0 = the physical cores, shared by the sessions computing at once), found " +
+                    std::to_string(n_threads));
+  }
+  n_threads_ = n_threads;
+}
+
+void Session::set_abort_callback(aft_abort_callback callback, void* user_data) {
+  abort_callback_ = callback;
+  abort_data_ = user_data;
 }
 
 std::size_t Session::state_size() const { return state_blob_size(state_); }
@@ -74,21 +89,31 @@ void Session::check_input(const int32_t* tokens, std::size_t n_tokens) const {
   }
 }
 
-void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode mode,
-                   float* logits) {
+void Session::check_logits_mode(aft_logits_mode mode, const float* logits) {
   if (mode != AFT_LOGITS_NONE && mode != AFT_LOGITS_LAST && mode != AFT_LOGITS_ALL) {
-    throw Error(AFT_ERR_INVALID_ARGUMENT, "unknown logits mode " + std::to_string(mode));
+    throw Error(AFT_ERR_INVALID_ARGUMENT,
+                "unknown logits mode " + std::to_string(static_cast<int64_t>(mode)));
   }
   if (mode != AFT_LOGITS_NONE && !logits) {
     throw Error(AFT_ERR_INVALID_ARGUMENT, "logits is NULL but logits were asked for");
   }
+}
+
+void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode mode,
+                   float* logits) {
+  check_logits_mode(mode, logits);
   check_input(tokens, n_tokens);
 
-  // oneDNN and the ops' parallel regions take their thread count from the calling thread.
-  omp_set_num_threads(n_threads_);
+  const ComputeThreads threads(n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(model_.config().vocab_size);
-  try {
-    for (std::size_t done = 0; done < n_tokens;) {
+  for (std::size_t done = 0; done < n_tokens;) {
+    if (done > 0 && abort_requested()) {
+      throw Error(AFT_ERR_ABORTED, "stopped by the abort callback after " + std::to_string(done) +
+                                       " of " + std::to_string(n_tokens) +
+                                       " tokens; the session is at position " +
+                                       std::to_string(state_.position));
+    }
+    try {
       const std::size_t rows = std::min(kMaxChunkRows, n_tokens - done);
       const bool last_chunk = done + rows == n_tokens;
       std::size_t output_rows = 0;
@@ -100,7 +125,7 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       const bool one_region =
           rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
       const ExecContext ctx{kernels::active_kernels(),
-                            n_threads_,
+                            threads.count(),
                             state_.position,
                             tokens + done,
                             state_,
@@ -113,11 +138,62 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       }
       state_.position += static_cast<int64_t>(rows);
       done += rows;
+    } catch (const std::exception& e) {
+      // A failure inside a kernel library leaves a half-updated state: start the sequence over.
+      reset();
+      throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (the session was reset)");
     }
-  } catch (const std::exception& e) {
-    // A failure inside a kernel library leaves a half-updated state: start the sequence over.
-    reset();
-    throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (the session was reset)");
+  }
+}
+
+void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std::size_t n,
+                           aft_logits_mode mode, float* logits) {
+  if (!sessions) throw Error(AFT_ERR_INVALID_ARGUMENT, "sessions is NULL");
+  if (n == 0) throw Error(AFT_ERR_INVALID_ARGUMENT, "no sessions to decode");
+  if (!tokens) throw Error(AFT_ERR_INVALID_ARGUMENT, "tokens is NULL");
+  check_logits_mode(mode, logits);
+  std::vector<SessionState*> states(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string name = "sessions[" + std::to_string(i) + "]";
+    if (!sessions[i]) throw Error(AFT_ERR_INVALID_ARGUMENT, name + " is NULL");
+    if (&sessions[i]->model_ != &sessions[0]->model_) {
+      throw Error(AFT_ERR_INVALID_ARGUMENT, name + " is of another model than sessions[0]");
+    }
+    try {
+      sessions[i]->check_input(tokens + i, 1);
+    } catch (const Error& e) {
+      throw Error(e.status(), name + ": " + e.what());
+    }
+    states[i] = &sessions[i]->state_;
+  }
+  std::vector<SessionState*> sorted = states;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw Error(AFT_ERR_INVALID_ARGUMENT, "a session appears twice among the sessions");
+  }
+
+  Session& lead = *sessions[0];
+  const ComputeThreads threads(lead.n_threads_);
+  const std::size_t vocab = static_cast<std::size_t>(lead.model_.config().vocab_size);
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t rows = std::min(kMaxChunkRows, n - done);
+    try {
+      const ExecContext ctx{
+          kernels::active_kernels(), threads.count(), 0, tokens + done, lead.state_, false,
+          states.data() + done};
+      const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
+      const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
+                                 lead.buffer_pointers_, ctx, rows, output_rows);
+      if (output_rows > 0) {
+        std::memcpy(logits + done * vocab, out.data, rows * vocab * sizeof(float));
+      }
+    } catch (const std::exception& e) {
+      for (std::size_t i = done; i < n; ++i) sessions[i]->reset();
+      throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (sessions " + std::to_string(done) +
+                                        " to " + std::to_string(n - 1) + " were reset)");
+    }
+    for (std::size_t i = done; i < done + rows; ++i) states[i]->position += 1;
+    done += rows;
   }
 }
 

@@ -3,12 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include <memory>
 #include "aft.h"
 #include "aligned_buffer.h"
-
 #include "model.h"
 #include "session_state.h"
 
@@ -22,11 +21,22 @@ class Session {
   // (executor.h). Smaller ones keep most ops on one thread, and would only pay its barriers.
   static constexpr int64_t kOneRegionMinParameters = int64_t{1} << 22;
 
+  // n_threads: as aft_session_params.n_threads (0 = automatic, compute_threads.h).
   Session(const Model& model, int n_threads);
 
   // Checks every token and the positions first: on a bad input (Error) the session is unchanged.
+  // Between chunks of kMaxChunkRows tokens it asks the abort callback, and stops with Error
+  // AFT_ERR_ABORTED if told to, the chunks done consumed.
   void eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode mode, float* logits);
+  // One token for each of n sessions of one model in one pass (aft_batch_decode): each gets the
+  // bits eval would give it. Everything is checked first: on an Error no session changed.
+  static void decode_batch(Session* const* sessions, const int32_t* tokens, std::size_t n,
+                           aft_logits_mode mode, float* logits);
   void reset();
+  // Throws Error(AFT_ERR_INVALID_ARGUMENT) outside [0, AFT_MAX_THREADS].
+  void set_threads(int n_threads);
+  int threads() const { return n_threads_; }
+  void set_abort_callback(aft_abort_callback callback, void* user_data);
   int64_t position() const { return state_.position; }
   const Model& model() const { return model_; }
 
@@ -41,9 +51,13 @@ class Session {
 
  private:
   void check_input(const int32_t* tokens, std::size_t n_tokens) const;
+  static void check_logits_mode(aft_logits_mode mode, const float* logits);
+  bool abort_requested() const { return abort_callback_ && abort_callback_(abort_data_) != 0; }
 
   const Model& model_;
   int n_threads_;
+  aft_abort_callback abort_callback_ = nullptr;
+  void* abort_data_ = nullptr;
   SessionState state_;
   std::vector<AlignedBuffer> buffers_;
   std::vector<float*> buffer_pointers_;

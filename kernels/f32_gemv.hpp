@@ -1,82 +1,108 @@
-// y[r] = dot(w[r, :], x) + bias[r]: four rows at a time share each load of x, two column batches
-// per step give eight independent FMA chains (enough to hide FMA latency). Single-threaded.
+// y[r] = dot(w[r, :], x) + bias[r], for one vector x (gemv_f32) or several (gemv_batch_f32, a
+// batch of sequences decoding together). Both run the same block: R rows by V vectors, each
+// load of a weight serving V vectors and each load of x serving R rows; two column batches per
+// step give two FMA chains per (row, vector). A (row, vector) pair's sums run in the same order
+// in every block shape, so gemv_batch_f32 gives, vector by vector, the bits of gemv_f32.
+// Single-threaded.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include <xsimd/xsimd.hpp>
 
 namespace aft::kernels::simd {
 
-template <class A>
-void gemv_f32(std::size_t rows, std::size_t cols, const float* w, const float* x, const float* bias,
-              float* y) {
+// Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
+template <class A, std::size_t R, std::size_t V>
+inline void gemv_block_f32(std::size_t cols, const float* w, const float* x, std::size_t x_stride,
+                           const float* bias, float* y, std::size_t y_stride) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
   const std::size_t cols2 = cols - cols % (2 * L);
   const std::size_t cols1 = cols - cols % L;
+  B s[R][V], t[R][V];
+  for (std::size_t i = 0; i < R; ++i) {
+    for (std::size_t j = 0; j < V; ++j) s[i][j] = t[i][j] = B(0.0f);
+  }
+  std::size_t c = 0;
+  for (; c < cols2; c += 2 * L) {
+    B xa[V], xb[V];
+    for (std::size_t j = 0; j < V; ++j) {
+      xa[j] = B::load_unaligned(x + j * x_stride + c);
+      xb[j] = B::load_unaligned(x + j * x_stride + c + L);
+    }
+    for (std::size_t i = 0; i < R; ++i) {
+      const B wa = B::load_unaligned(w + i * cols + c);
+      const B wb = B::load_unaligned(w + i * cols + c + L);
+      for (std::size_t j = 0; j < V; ++j) {
+        s[i][j] = xsimd::fma(wa, xa[j], s[i][j]);
+        t[i][j] = xsimd::fma(wb, xb[j], t[i][j]);
+      }
+    }
+  }
+  for (; c < cols1; c += L) {
+    for (std::size_t i = 0; i < R; ++i) {
+      const B wa = B::load_unaligned(w + i * cols + c);
+      for (std::size_t j = 0; j < V; ++j) {
+        s[i][j] = xsimd::fma(wa, B::load_unaligned(x + j * x_stride + c), s[i][j]);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < R; ++i) {
+    const float* row = w + i * cols;
+    for (std::size_t j = 0; j < V; ++j) {
+      const float* xj = x + j * x_stride;
+      float d = xsimd::hadd(s[i][j] + t[i][j]);
+      for (std::size_t e = c; e < cols; ++e) d += row[e] * xj[e];
+      y[j * y_stride + i] = bias ? d + bias[i] : d;
+    }
+  }
+}
+
+// V vectors at a time over every row: groups of four rows, then one by one.
+template <class A, std::size_t V>
+inline void gemv_rows_f32(std::size_t rows, std::size_t cols, const float* w, const float* x,
+                          std::size_t x_stride, const float* bias, float* y, std::size_t y_stride) {
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const float* w0 = w + r * cols;
-    const float* w1 = w0 + cols;
-    const float* w2 = w1 + cols;
-    const float* w3 = w2 + cols;
-    B s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f), t0(0.0f), t1(0.0f), t2(0.0f), t3(0.0f);
-    std::size_t c = 0;
-    for (; c < cols2; c += 2 * L) {
-      const B xa = B::load_unaligned(x + c);
-      const B xb = B::load_unaligned(x + c + L);
-      s0 = xsimd::fma(B::load_unaligned(w0 + c), xa, s0);
-      s1 = xsimd::fma(B::load_unaligned(w1 + c), xa, s1);
-      s2 = xsimd::fma(B::load_unaligned(w2 + c), xa, s2);
-      s3 = xsimd::fma(B::load_unaligned(w3 + c), xa, s3);
-      t0 = xsimd::fma(B::load_unaligned(w0 + c + L), xb, t0);
-      t1 = xsimd::fma(B::load_unaligned(w1 + c + L), xb, t1);
-      t2 = xsimd::fma(B::load_unaligned(w2 + c + L), xb, t2);
-      t3 = xsimd::fma(B::load_unaligned(w3 + c + L), xb, t3);
-    }
-    for (; c < cols1; c += L) {
-      const B xa = B::load_unaligned(x + c);
-      s0 = xsimd::fma(B::load_unaligned(w0 + c), xa, s0);
-      s1 = xsimd::fma(B::load_unaligned(w1 + c), xa, s1);
-      s2 = xsimd::fma(B::load_unaligned(w2 + c), xa, s2);
-      s3 = xsimd::fma(B::load_unaligned(w3 + c), xa, s3);
-    }
-    float d0 = xsimd::hadd(s0 + t0);
-    float d1 = xsimd::hadd(s1 + t1);
-    float d2 = xsimd::hadd(s2 + t2);
-    float d3 = xsimd::hadd(s3 + t3);
-    for (; c < cols; ++c) {
-      d0 += w0[c] * x[c];
-      d1 += w1[c] * x[c];
-      d2 += w2[c] * x[c];
-      d3 += w3[c] * x[c];
-    }
-    if (bias) {
-      d0 += bias[r];
-      d1 += bias[r + 1];
-      d2 += bias[r + 2];
-      d3 += bias[r + 3];
-    }
-    y[r] = d0;
-    y[r + 1] = d1;
-    y[r + 2] = d2;
-    y[r + 3] = d3;
+    gemv_block_f32<A, 4, V>(cols, w + r * cols, x, x_stride, bias ? bias + r : nullptr, y + r,
+                            y_stride);
   }
   for (; r < rows; ++r) {
-    const float* w0 = w + r * cols;
-    B s0(0.0f), t0(0.0f);
-    std::size_t c = 0;
-    for (; c < cols2; c += 2 * L) {
-      s0 = xsimd::fma(B::load_unaligned(w0 + c), B::load_unaligned(x + c), s0);
-      t0 = xsimd::fma(B::load_unaligned(w0 + c + L), B::load_unaligned(x + c + L), t0);
+    gemv_block_f32<A, 1, V>(cols, w + r * cols, x, x_stride, bias ? bias + r : nullptr, y + r,
+                            y_stride);
+  }
+}
+
+template <class A>
+void gemv_f32(std::size_t rows, std::size_t cols, const float* w, const float* x, const float* bias,
+              float* y) {
+  gemv_rows_f32<A, 1>(rows, cols, w, x, 0, bias, y, 0);
+}
+
+// Rows are taken a few at a time, so that their weights stay in L1 while every vector passes.
+// Pairs of vectors with 32 vector registers (4 x 2 x 2 accumulators), one at a time with 16.
+template <class A>
+void gemv_batch_f32(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
+                    const float* x, std::size_t x_stride, const float* bias, float* y,
+                    std::size_t y_stride) {
+  constexpr std::size_t kPair = xsimd::batch<float, A>::size >= 16 || XSIMD_WITH_NEON64 ? 2 : 1;
+  constexpr std::size_t kPanelBytes = 16 * 1024;
+  const std::size_t panel = std::max<std::size_t>(4, kPanelBytes / (cols * sizeof(float)) / 4 * 4);
+  for (std::size_t r0 = 0; r0 < rows; r0 += panel) {
+    const std::size_t n = std::min(panel, rows - r0);
+    const float* wp = w + r0 * cols;
+    const float* bp = bias ? bias + r0 : nullptr;
+    std::size_t v = 0;
+    for (; v + kPair <= n_vectors; v += kPair) {
+      gemv_rows_f32<A, kPair>(n, cols, wp, x + v * x_stride, x_stride, bp, y + v * y_stride + r0,
+                              y_stride);
     }
-    for (; c < cols1; c += L) {
-      s0 = xsimd::fma(B::load_unaligned(w0 + c), B::load_unaligned(x + c), s0);
+    for (; v < n_vectors; ++v) {
+      gemv_rows_f32<A, 1>(n, cols, wp, x + v * x_stride, x_stride, bp, y + v * y_stride + r0,
+                          y_stride);
     }
-    float d0 = xsimd::hadd(s0 + t0);
-    for (; c < cols; ++c) d0 += w0[c] * x[c];
-    y[r] = bias ? d0 + bias[r] : d0;
   }
 }
 

@@ -14,6 +14,12 @@ struct KernelTable {
   // cols.
   void (*gemv_f32)(std::size_t rows, std::size_t cols, const float* w, const float* x,
                    const float* bias, float* y);
+  // gemv_f32 of n_vectors vectors, reading each weight once for all of them: vector v at
+  // x + v * x_stride, its result at y + v * y_stride. Each result has the bits gemv_f32 of the
+  // same table gives (a batch of sequences decodes as each would alone).
+  void (*gemv_batch_f32)(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
+                         const float* x, std::size_t x_stride, const float* bias, float* y,
+                         std::size_t y_stride);
 
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta over n values (biased variance, as
   // PyTorch).

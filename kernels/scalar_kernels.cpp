@@ -19,6 +19,14 @@ void gemv_f32(std::size_t rows, std::size_t cols, const float* w, const float* x
   }
 }
 
+void gemv_batch_f32(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
+                    const float* x, std::size_t x_stride, const float* bias, float* y,
+                    std::size_t y_stride) {
+  for (std::size_t v = 0; v < n_vectors; ++v) {
+    gemv_f32(rows, cols, w, x + v * x_stride, bias, y + v * y_stride);
+  }
+}
+
 // Two passes (mean, then squared deviations): no cancellation for inputs with a large offset.
 void layer_norm_f32(std::size_t n, const float* x, const float* gamma, const float* beta, float eps,
                     float* y) {
@@ -177,6 +185,7 @@ std::size_t fma_probe_f32(std::size_t iterations, float* sink) {
 constexpr KernelTable kScalar{
     "scalar",
     gemv_f32,
+    gemv_batch_f32,
     layer_norm_f32,
     aft_accumulate_f32,
     aft_accumulate_biased_f32,

@@ -23,6 +23,7 @@ constexpr KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
       &gemv_f32<A>,
+      &gemv_batch_f32<A>,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,

@@ -497,6 +497,38 @@ TEST_P(IsaTest, GemvMatchesReference) {
   }
 }
 
+// A batch of sequences must decode as each would alone: every vector's result has gemv_f32's bits.
+// Shapes: row groups of 4 with leftovers, panels of 16 KB of weights (100 rows of 40 columns are
+// 2 panels; 2048 columns give 4-row panels), odd vector counts (pairs plus one), strides wider
+// than the data.
+TEST_P(IsaTest, GemvBatchHasTheBitsOfGemv) {
+  for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
+    for (std::size_t cols : {1, 7, 16, 33, 40, 257, 2048}) {
+      for (std::size_t vectors : {1, 2, 3, 5, 16}) {
+        const std::size_t x_stride = cols + 3, y_stride = rows + 5;
+        const auto w = random_vector(rows * cols, -1.0f, 1.0f, 53);
+        const auto x = random_vector(vectors * x_stride, -1.0f, 1.0f, 54);
+        const auto bias = random_vector(rows, -1.0f, 1.0f, 55);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          auto y = guarded(vectors * y_stride);
+          k().gemv_batch_f32(rows, cols, w.data(), vectors, x.data(), x_stride, b, y.data(),
+                             y_stride);
+          expect_guard_intact(y, vectors * y_stride);
+          for (std::size_t v = 0; v < vectors; ++v) {
+            std::vector<float> alone(rows);
+            k().gemv_f32(rows, cols, w.data(), x.data() + v * x_stride, b, alone.data());
+            for (std::size_t r = 0; r < rows; ++r) {
+              ASSERT_EQ(y[v * y_stride + r], alone[r])
+                  << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r
+                  << (b ? ", bias" : "");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(IsaTest, LayerNormMatchesReference) {
   for (const LayerNormCase& c : kLayerNormCases) {
     for (std::size_t n : kSizes) {

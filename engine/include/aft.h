@@ -37,6 +37,7 @@ typedef enum aft_status {
   AFT_ERR_INTERNAL = 8,
   AFT_ERR_ABORTED =
       9, /* the session's abort callback asked to stop (aft_session_set_abort_callback) */
+  AFT_STATUS_MIN_ENUM = -0x7FFFFFFF - 1, /* the enum's type is int */
   AFT_STATUS_MAX_ENUM = 0x7FFFFFFF
 } aft_status;
 
@@ -69,6 +70,7 @@ typedef enum aft_log_level {
   AFT_LOG_ERROR = 0,
   AFT_LOG_WARNING = 1,
   AFT_LOG_INFO = 2,
+  AFT_LOG_LEVEL_MIN_ENUM = -0x7FFFFFFF - 1, /* the enum's type is int */
   AFT_LOG_LEVEL_MAX_ENUM = 0x7FFFFFFF
 } aft_log_level;
 
@@ -181,8 +183,9 @@ typedef enum aft_logits_mode {
   AFT_LOGITS_NONE = 0, /* only advance the state */
   AFT_LOGITS_LAST = 1, /* logits of the last token: vocab_size floats */
   AFT_LOGITS_ALL = 2,  /* logits of every token: n_tokens x vocab_size floats, row-major */
-  AFT_LOGITS_MODE_MAX_ENUM =
-      0x7FFFFFFF /* makes every int a valid value, so bad ones can be refused */
+  /* These two make the enum's type int, every int value valid, so bad ones can be refused. */
+  AFT_LOGITS_MODE_MIN_ENUM = -0x7FFFFFFF - 1,
+  AFT_LOGITS_MODE_MAX_ENUM = 0x7FFFFFFF
 } aft_logits_mode;
 
 /* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode

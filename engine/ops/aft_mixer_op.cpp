@@ -75,6 +75,10 @@ class AftMixerOp final : public Op {
 
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
+    if (ctx.batch_states) {
+      run_batch(ctx, inputs, out);
+      return;
+    }
     MixerState& state = ctx.state.layers[layer_];
     reserve_rows(state, ctx.position + static_cast<int64_t>(out.rows), out.width);
     // Several tokens that see every earlier position with a bias shared by the channels (AFT-full,
@@ -143,7 +147,41 @@ class AftMixerOp final : public Op {
   // Per channel block and token: one accumulator step (about 10 units) per windowed position.
   std::size_t block_cost(const ExecContext& ctx, std::size_t rows) const {
     return Blocks::kBlock * rows * 10 *
-           (1 + static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + rows)));
+           (1 + static_cast<std::size_t>(std::min<int64_t>(window_, end_position(ctx, rows))));
+  }
+
+  // One past the last position of the call's rows.
+  static int64_t end_position(const ExecContext& ctx, std::size_t rows) {
+    if (!ctx.batch_states) return ctx.position + static_cast<int64_t>(rows);
+    int64_t end = 0;
+    for (std::size_t r = 0; r < rows; ++r) end = std::max(end, ctx.position_of(r) + 1);
+    return end;
+  }
+
+  // A batch decode: row r is the next token of sequence r, on its own state; threads take
+  // (row, channel block) units, and each runs as that sequence's decode would.
+  void run_batch(const ExecContext& ctx, const std::vector<Tensor>& inputs,
+                 const Tensor& out) const {
+    for (std::size_t r = 0; r < out.rows; ++r) {
+      reserve_rows(ctx.state_of(r).layers[layer_], ctx.position_of(r) + 1, out.width);
+    }
+    const SharedWindowWeights* shared = nullptr;
+    if (window_ > 0 && !bias_.per_channel_max()) {
+      thread_local SharedWindowWeights weights;
+      fill_shared_weights(ctx, out.rows, weights);
+      shared = &weights;
+    }
+    const std::size_t blocks = Blocks::blocks_of(out.width);
+    parallel_ranges(out.rows * blocks, 1, ctx.n_threads, block_cost(ctx, out.rows) / out.rows,
+                    [&](std::size_t u0, std::size_t u1) {
+                      for (std::size_t u = u0; u < u1; ++u) {
+                        const std::size_t r = u / blocks, block = u % blocks;
+                        MixerState& state = ctx.state_of(r).layers[layer_];
+                        run_block(ctx, inputs, out, session_block(state, block), shared,
+                                  !state.frame_valid, block, r, r + 1);
+                      }
+                    });
+    for (std::size_t r = 0; r < out.rows; ++r) ctx.state_of(r).layers[layer_].frame_valid = true;
   }
 
   // Full-bias models keep every position: their key/value rows grow with the sequence.
@@ -159,14 +197,14 @@ class AftMixerOp final : public Op {
 
   void fill_shared_weights(const ExecContext& ctx, std::size_t rows,
                            SharedWindowWeights& weights) const {
-    weights.stride = static_cast<std::size_t>(std::min<int64_t>(window_, ctx.position + rows));
+    weights.stride = static_cast<std::size_t>(std::min<int64_t>(window_, end_position(ctx, rows)));
     weights.e.resize(rows * weights.stride);
     weights.top.resize(rows);
     // Per row: a bias and an exp per entry.
     parallel_ranges(rows, 1, ctx.n_threads, weights.stride * 20,
                     [&](std::size_t r0, std::size_t r1) {
                       for (std::size_t r = r0; r < r1; ++r) {
-                        const int64_t t = ctx.position + static_cast<int64_t>(r);
+                        const int64_t t = ctx.position_of(r);
                         const int64_t first = std::max<int64_t>(0, t - window_ + 1);
                         float* e = weights.e.data() + r * weights.stride;
                         float top = -std::numeric_limits<float>::infinity();
@@ -337,7 +375,7 @@ class AftMixerOp final : public Op {
     thread_local Window w;
 
     for (std::size_t r = r_begin; r < r_end; ++r) {
-      const int64_t t = ctx.position + static_cast<int64_t>(r);
+      const int64_t t = ctx.position_of(r);
       if (window_ == 0) {
         k.aft_accumulate_f32(n, m, a, b, key.row(r) + c0, value.row(r) + c0, 0.0f);
         k.aft_output_f32(n, q.row(r) + c0, a, b, out.row(r) + c0);

@@ -39,7 +39,7 @@ class EmbeddingOp final : public Op {
     const float* embedding = table_ + static_cast<std::size_t>(ctx.tokens[r]) * width_;
     float* y = out.row(r);
     for (std::size_t c = 0; c < width_; ++c) y[c] = embedding[c] * scale_;
-    const int64_t position = ctx.position + static_cast<int64_t>(r);
+    const int64_t position = ctx.position_of(r);
     if (positions_ == PositionEncodingKind::Learned) {
       ctx.kernels.add_f32(width_, learned_positions_ + position * width_, y);
     } else if (positions_ == PositionEncodingKind::Sinusoidal) {
