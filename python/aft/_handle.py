@@ -7,17 +7,20 @@ import weakref
 from .errors import AftError, Status
 
 
+def _free(free, pointer: int, keep_alive: OwnedHandle | None) -> None:
+    free(pointer)  # keep_alive, held by the finalizer until now, may go after this
+
+
 class OwnedHandle:
-    """Frees its pointer exactly once: on close(), when garbage collected, or at interpreter exit
-    (weakref.finalize runs before modules are torn down, most recent first, so a session goes
-    before the model it was created after). Objects that depend on another handle keep a
-    reference to it (`keep_alive`), so a model is freed only after its last session."""
+    """Frees its pointer exactly once: on close(), when garbage collected (even in a cycle), or at
+    interpreter exit (weakref.finalize runs before modules are torn down, most recent first). A
+    handle that needs another (a session its model) names it as keep_alive: the finalizer holds
+    it, so a model is freed only after the last of its sessions."""
 
     def __init__(self, pointer: int, free, kind: str, keep_alive: OwnedHandle | None = None):
         self._pointer = pointer
         self._kind = kind
-        self._keep_alive = keep_alive
-        self._finalizer = weakref.finalize(self, free, pointer)
+        self._finalizer = weakref.finalize(self, _free, free, pointer, keep_alive)
 
     @property
     def pointer(self) -> int:
@@ -31,4 +34,3 @@ class OwnedHandle:
 
     def close(self) -> None:
         self._finalizer()
-        self._keep_alive = None

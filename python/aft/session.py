@@ -35,13 +35,14 @@ class Session:
         created = ctypes.c_void_p()
         lib.check(lib.aft_session_create(model.owned_handle().pointer, ctypes.byref(params),
                                          ctypes.byref(created)))
-        self._adopt(model, created.value)
+        self._adopt(model, model.owned_handle(), created.value)
 
-    def _adopt(self, model: Model, session_pointer: int) -> None:
+    def _adopt(self, model: Model, model_handle: OwnedHandle, session_pointer: int) -> None:
         self._lib = _library.library()
         self.model = model
+        self._model_handle = model_handle  # for forks, even after model.close()
         self._handle = OwnedHandle(session_pointer, self._lib.aft_session_free, "session",
-                                   keep_alive=model.owned_handle())
+                                   keep_alive=model_handle)
         self._vocab_size = model.info.vocab_size
         self._abort_callback = None  # the ctypes callback, alive while the library holds it
 
@@ -53,6 +54,7 @@ class Session:
 
     def close(self) -> None:
         self._handle.close()
+        self._model_handle = None
         self._abort_callback = None
 
     @property
@@ -124,7 +126,7 @@ class Session:
         forked = ctypes.c_void_p()
         self._lib.check(self._lib.aft_session_fork(self._pointer, ctypes.byref(forked)))
         session = Session.__new__(Session)
-        session._adopt(self.model, forked.value)
+        session._adopt(self.model, self._model_handle, forked.value)
         return session
 
     def __repr__(self) -> str:
