@@ -112,7 +112,8 @@ class ModelLoader(WorkerPlugin):
         self.model = aft.Model(self.model_path)
 
     def teardown(self, worker) -> None:
-        self.model.close()
+        if self.model is not None:
+            self.model.close()
 
 
 def _evaluate_shard_on_worker(model_path: str, shard: Shard, window: int,
@@ -153,7 +154,7 @@ def main(argv=None) -> int:
                         help="threads per session on a worker (default 1; 0 = automatic)")
     args = parser.parse_args(argv)
 
-    model_path = str(Path(args.model).resolve()) if args.scheduler is None else args.model
+    model_path = str(Path(args.model).resolve())  # workers run elsewhere: an absolute path
     tokens, window = read_text(model_path, args.text, args.window)
     if len(tokens) < 2:
         parser.error("the text has fewer than 2 tokens: nothing to predict")

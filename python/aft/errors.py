@@ -30,3 +30,6 @@ class AftError(Exception):
         # A newer library may return a status this package does not know: shown as its number.
         name = getattr(status, "name", None) or (str(status) if status is not None else None)
         super().__init__(f"{name.lower()}: {message}" if name else message)
+
+    def __reduce__(self):  # pickled as its two fields (a Dask worker's error reaches the client)
+        return type(self), (self.status, self.message)

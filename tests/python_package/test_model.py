@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,12 @@ class ModelErrorsTest(unittest.TestCase):
             aft.Model("no/such/model.aft")
         self.assertEqual(caught.exception.status, aft.Status.IO)
         self.assertIn("no/such/model.aft", caught.exception.message)
+
+    def test_error_pickles(self):  # as a Dask worker sends it
+        error = aft.AftError(aft.Status.IO, "x.aft: cannot open")
+        copy = pickle.loads(pickle.dumps(error))
+        self.assertEqual((copy.status, copy.message, str(copy)), (error.status, error.message,
+                                                                  "io: x.aft: cannot open"))
 
     def test_corrupted_tensor(self):
         with tempfile.TemporaryDirectory() as directory:
