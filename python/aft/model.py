@@ -1,0 +1,114 @@
+"""A loaded model file: its description, metadata and tokenizer."""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+from ctypes import c_char, c_char_p, c_int32
+
+from . import _library
+from ._handle import OwnedHandle
+from ._arrays import token_array
+from .errors import AftError, Status
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """aft_model_info: what the model is (see aft.h)."""
+
+    mixer: str  # "simple", "local", "conv" or "full"
+    tokenizer: str  # "byte" or "char"
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    d_ff: int
+    window: int  # local, conv: s; otherwise 0
+    n_heads: int
+    max_positions: int  # positions a session may reach; 0 = unlimited
+    n_parameters: int
+    file_bytes: int
+    n_matmul_parameters: int
+
+
+class Model:
+    """A model file, memory-mapped and validated. Sessions keep it alive: close() (or leaving a
+    `with` block) frees it once the last of its sessions is closed too."""
+
+    def __init__(self, path: str | os.PathLike, verify_checksums: bool = True):
+        self._lib = _library.library()
+        params = self._lib.aft_model_default_params()
+        params.verify_checksums = int(verify_checksums)
+        pointer = ctypes.c_void_p()
+        self._lib.check(self._lib.aft_model_load(os.fsencode(path), ctypes.byref(params),
+                                                 ctypes.byref(pointer)))
+        self._handle: OwnedHandle | None = OwnedHandle(pointer.value, self._lib.aft_model_free,
+                                                       "model")
+        self.path = os.fspath(path)
+        self.info = self._read_info()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._handle = None
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def owned_handle(self) -> OwnedHandle:
+        """The handle sessions hold on to (for the package's modules)."""
+        if self._handle is None:
+            raise AftError(Status.INVALID_ARGUMENT, "the model is closed")
+        return self._handle
+
+    def _read_info(self) -> ModelInfo:
+        raw = _library.ModelInfoStruct()
+        self._lib.check(self._lib.aft_model_get_info(self.owned_handle().pointer, ctypes.byref(raw)))
+        values = {name: getattr(raw, name) for name, _ in raw._fields_}
+        values["mixer"] = values["mixer"].decode()
+        values["tokenizer"] = values["tokenizer"].decode()
+        return ModelInfo(**values)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The file's header as strings (aft_model_metadata_*): config.*, tokenizer.type,
+        metadata.*; non-string values as their JSON text."""
+        pointer = self.owned_handle().pointer
+        entries = {}
+        for index in range(self._lib.aft_model_metadata_count(pointer)):
+            key, value = c_char_p(), c_char_p()
+            self._lib.check(self._lib.aft_model_metadata_at(pointer, index, ctypes.byref(key),
+                                                            ctypes.byref(value)))
+            entries[key.value.decode()] = value.value.decode()
+        return entries
+
+    def tokenize(self, text: str) -> list[int]:
+        encoded = text.encode("utf-8")
+        pointer = self.owned_handle().pointer
+        tokens = self._lib.read_sized(
+            lambda buffer, capacity, count: self._lib.aft_tokenize(
+                pointer, encoded, len(encoded), buffer, capacity, count), c_int32)
+        return list(tokens)
+
+    def token_text(self, token: int) -> bytes:
+        """The bytes of one token: a byte, or a character's UTF-8 bytes."""
+        pointer = self.owned_handle().pointer
+        token_value = int(token_array([token])[0])
+        text = self._lib.read_sized(
+            lambda buffer, capacity, count: self._lib.aft_token_to_text(
+                pointer, token_value, buffer, capacity, count), c_char)
+        return text.raw
+
+    def detokenize(self, tokens) -> str:
+        """The text of tokens; bytes that do not form UTF-8 (a byte model's partial character)
+        become U+FFFD."""
+        return b"".join(self.token_text(token) for token in tokens).decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.info.mixer}, vocab {self.info.vocab_size}"
+        return f"aft.Model({self.path!r}, {state})"

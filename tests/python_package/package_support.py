@@ -1,0 +1,33 @@
+"""What the package's tests share: the repository's paths, the package on sys.path, the models.
+
+    AFT_LIBRARY=build/engine/libaft.so /usr/bin/python3 -m unittest discover -s tests/python_package
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+FIXTURES_DIR = REPO_DIR / "tests" / "fixtures"
+SHIPPED_MODEL = REPO_DIR / "models" / "shipped" / "brown-local-tiny.aft"
+if str(REPO_DIR / "python") not in sys.path:
+    sys.path.insert(0, str(REPO_DIR / "python"))
+
+import aft  # noqa: E402
+
+FIXTURE_NAMES = sorted(path.stem for path in FIXTURES_DIR.glob("*.aft"))
+
+
+def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
+    """A fixture's model path, its tokens and the PyTorch reference's logits [T, V]."""
+    expected = json.loads((FIXTURES_DIR / f"{name}.expected.json").read_text())
+    logits = np.fromfile(FIXTURES_DIR / expected["logits_file"], dtype="<f4")
+    return FIXTURES_DIR / expected["model"], expected["tokens"], logits.reshape(expected["logits_shape"])
+
+
+def library_has(function: str) -> bool:
+    return aft.has(function)

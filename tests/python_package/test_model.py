@@ -1,0 +1,174 @@
+"""aft.Model: loading, info, metadata, the tokenizer, errors, lifetimes."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+from package_support import (FIXTURE_NAMES, REPO_DIR, SHIPPED_MODEL, aft, fixture,
+                             library_has)
+from aft import _library
+
+
+class ModelInfoTest(unittest.TestCase):
+    def test_shipped_model(self):
+        with aft.Model(SHIPPED_MODEL) as model:
+            self.assertEqual(model.info, aft.ModelInfo(
+                mixer="local", tokenizer="char", vocab_size=85, d_model=128, n_layers=4, d_ff=256,
+                window=32, n_heads=1, max_positions=256, n_parameters=814_165,
+                file_bytes=os.path.getsize(SHIPPED_MODEL), n_matmul_parameters=535_168))
+
+    def test_every_field_of_the_c_struct(self):
+        c_fields = [name for name, _ in _library.ModelInfoStruct._fields_]
+        self.assertEqual(c_fields, [field for field in aft.ModelInfo.__dataclass_fields__])
+
+    def test_fixtures_match_the_reference_logits(self):
+        for name in FIXTURE_NAMES:
+            with self.subTest(fixture=name):
+                path, tokens, reference = fixture(name)
+                with aft.Model(path) as model, aft.Session(model) as session:
+                    self.assertEqual(model.info.vocab_size, reference.shape[1])
+                    logits = session.eval(tokens, logits="all")
+                self.assertEqual(logits.shape, reference.shape)
+                self.assertEqual(logits.dtype, np.float32)
+                # As the C++ golden test: max error over a row / the row's largest magnitude.
+                scale = np.abs(reference).max(axis=1)
+                error = np.abs(logits.astype(np.float64) - reference).max(axis=1) / scale
+                self.assertLess(error.max(), 1e-4)
+
+    @unittest.skipUnless(library_has("aft_model_metadata_count"), "library without metadata")
+    def test_metadata(self):
+        with aft.Model(SHIPPED_MODEL) as model:
+            metadata = model.metadata
+        self.assertEqual(metadata["config.d_model"], "128")
+        self.assertEqual(metadata["config.mixer"], "local")
+        self.assertEqual(metadata["tokenizer.type"], "char")
+        self.assertEqual(list(metadata), sorted(metadata))
+
+
+class ModelErrorsTest(unittest.TestCase):
+    def test_missing_file(self):
+        with self.assertRaises(aft.AftError) as caught:
+            aft.Model("no/such/model.aft")
+        self.assertEqual(caught.exception.status, aft.Status.IO)
+        self.assertIn("no/such/model.aft", caught.exception.message)
+
+    def test_error_pickles(self):  # as a Dask worker sends it
+        error = aft.AftError(aft.Status.IO, "x.aft: cannot open")
+        copy = pickle.loads(pickle.dumps(error))
+        self.assertEqual((copy.status, copy.message, str(copy)), (error.status, error.message,
+                                                                  "io: x.aft: cannot open"))
+
+    def test_corrupted_tensor(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory) / "flipped.aft"
+            data = bytearray((REPO_DIR / "tests" / "fixtures" / "simple.aft").read_bytes())
+            data[-5] ^= 0x01  # inside the last tensor's data
+            path.write_bytes(bytes(data))
+            with self.assertRaises(aft.AftError) as caught:
+                aft.Model(path)
+            self.assertEqual(caught.exception.status, aft.Status.FORMAT)
+            self.assertIn("CRC", caught.exception.message.upper())
+            with aft.Model(path, verify_checksums=False) as model:
+                self.assertEqual(model.info.mixer, "simple")
+
+    def test_error_text_is_the_libraries(self):
+        with self.assertRaises(aft.AftError) as caught:
+            aft.Model("missing.aft")
+        self.assertEqual(caught.exception.message,
+                         _library.library().aft_last_error().decode())
+        self.assertEqual(aft.status_string(aft.Status.IO), "i/o error")
+        self.assertTrue(str(caught.exception).startswith("io: "))
+
+    def test_closed_model(self):
+        model = aft.Model(SHIPPED_MODEL)
+        model.close()
+        model.close()
+        for use in (lambda: model.tokenize("a"), lambda: aft.Session(model),
+                    lambda: model.token_text(1)):
+            with self.assertRaises(aft.AftError) as caught:
+                use()
+            self.assertEqual(caught.exception.status, aft.Status.INVALID_ARGUMENT)
+            self.assertIn("the model is closed", caught.exception.message)
+
+    def test_sessions_keep_the_model_alive(self):
+        model = aft.Model(SHIPPED_MODEL)
+        tokens = model.tokenize("The jury said")
+        session = aft.Session(model)
+        expected = aft.Session(model).eval(tokens)
+        model.close()
+        np.testing.assert_array_equal(session.eval(tokens), expected)
+        fork = session.fork()
+        session.close()
+        self.assertEqual(fork.position, len(tokens))
+
+    def test_library_not_found(self):
+        code = "import sys; sys.path.insert(0, 'python'); import aft; aft.Model('x.aft')"
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, capture_output=True,
+                                text=True, env={**os.environ, "AFT_LIBRARY": "no/libaft.so"})
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("AftError: AFT_LIBRARY is no/libaft.so, which is not a file", result.stderr)
+
+    def test_missing_function_is_named_when_used(self):
+        library = _library.Library.__new__(_library.Library)
+        library.path = "libm.so.6"
+        library._dll = ctypes.CDLL("libm.so.6")
+        with self.assertRaises(aft.AftError) as caught:
+            library.aft_batch_decode
+        self.assertEqual(str(caught.exception), "libaft at libm.so.6 has no aft_batch_decode "
+                                                "(library older than this package)")
+
+
+class TokenizerTest(unittest.TestCase):
+    def test_char_round_trip(self):
+        with aft.Model(SHIPPED_MODEL) as model:
+            text = "The jury said, \"It's 1961!\"\n"
+            tokens = model.tokenize(text)
+            self.assertEqual(len(tokens), len(text))
+            self.assertEqual(model.detokenize(tokens), text)
+            every = list(range(model.info.vocab_size))
+            self.assertEqual(model.tokenize(model.detokenize(every)), every)
+            self.assertEqual(model.tokenize(""), [])
+
+    def test_byte_round_trip_and_partial_utf8(self):
+        with aft.Model(REPO_DIR / "tests" / "fixtures" / "local.aft") as model:
+            text = "héllo — 10 € 🙂"
+            tokens = model.tokenize(text)
+            self.assertEqual(tokens, list(text.encode()))
+            self.assertEqual(model.detokenize(tokens), text)
+            self.assertEqual(model.token_text(0xC3), b"\xc3")
+            self.assertEqual(model.detokenize(model.tokenize("é")[:1]), "\ufffd")
+
+    def test_char_model_multibyte_pieces(self):
+        with aft.Model(REPO_DIR / "tests" / "fixtures" / "local_learned_char.aft") as model:
+            pieces = [model.token_text(token) for token in range(model.info.vocab_size)]
+            for piece in ("é", "—", "€"):
+                self.assertIn(piece.encode(), pieces)
+            tokens = model.tokenize("é€")
+            self.assertEqual(len(tokens), 2)
+            self.assertEqual(model.detokenize(tokens), "é€")
+
+    def test_errors(self):
+        with aft.Model(SHIPPED_MODEL) as model:
+            with self.assertRaises(aft.AftError) as caught:
+                model.tokenize("日")
+            self.assertEqual(caught.exception.status, aft.Status.TOKENIZE)
+            self.assertIn("U+65E5", caught.exception.message)
+            for token in (85, -1, 2**40):
+                with self.assertRaises(aft.AftError) as caught:
+                    model.token_text(token)
+                self.assertEqual(caught.exception.status, aft.Status.OUT_OF_RANGE)
+                self.assertIn(str(token), caught.exception.message)
+
+
+if __name__ == "__main__":
+    unittest.main()
