@@ -1,11 +1,15 @@
 // The C API's library-wide entry points, models and the tokenizer (c_api_session.cpp: sessions,
 // c_api_sampler.cpp: sampling).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "c_api_guard.h"
-#include "kernels/kernels.h"
 #include "kernels/matmul.h"
+#include "log.h"
+#include "model_file.h"
+#include "runtime_kernels.h"
+#include "session_state_blob.h"
 
 namespace aft::capi {
 namespace {
@@ -43,6 +47,16 @@ using aft::capi::require;
 
 extern "C" {
 
+const char* aft_version(void) { return AFT_LIBRARY_VERSION; }
+
+uint32_t aft_model_file_version(void) { return aft::kModelFileVersion; }
+
+uint32_t aft_session_state_version(void) { return aft::kStateBlobVersion; }
+
+void aft_log_set_callback(aft_log_callback callback, void* user_data) {
+  aft::set_log_callback(callback, user_data);
+}
+
 const char* aft_status_string(aft_status status) {
   switch (status) {
     case AFT_OK:
@@ -74,7 +88,7 @@ const char* aft_status_string(aft_status status) {
 
 const char* aft_last_error(void) { return aft::capi::last_error.c_str(); }
 
-const char* aft_kernel_isa(void) { return aft::kernels::active_kernels().isa; }
+const char* aft_kernel_isa(void) { return aft::runtime_kernels().isa; }
 
 const char* aft_matmul_implementation(void) {
   static const std::string description = [] {
@@ -121,6 +135,36 @@ aft_status aft_model_get_info(const aft_model* model, aft_model_info* info) {
                            model->model->file().size_bytes(),
                            c.matmul_parameters()};
   });
+}
+
+size_t aft_model_metadata_count(const aft_model* model) {
+  return model ? model->model->metadata().size() : 0;
+}
+
+aft_status aft_model_metadata_at(const aft_model* model, size_t index, const char** key,
+                                 const char** value) {
+  return guarded([&] {
+    require(model, "model");
+    require(key, "key");
+    require(value, "value");
+    const auto& entries = model->model->metadata();
+    if (index >= entries.size()) {
+      throw aft::Error(AFT_ERR_OUT_OF_RANGE, "metadata index " + std::to_string(index) +
+                                                 " is past the model's " +
+                                                 std::to_string(entries.size()) + " entries");
+    }
+    *key = entries[index].first.c_str();
+    *value = entries[index].second.c_str();
+  });
+}
+
+const char* aft_model_metadata_get(const aft_model* model, const char* key) {
+  if (!model || !key) return nullptr;
+  const auto& entries = model->model->metadata();
+  const auto found =
+      std::lower_bound(entries.begin(), entries.end(), key,
+                       [](const auto& entry, const char* k) { return entry.first < k; });
+  return found != entries.end() && found->first == key ? found->second.c_str() : nullptr;
 }
 
 aft_status aft_tokenize(const aft_model* model, const char* text, size_t text_len, int32_t* tokens,

@@ -60,6 +60,7 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
     return static_cast<const float*>(file_.find(name)->data);
   });
   plan_ = plan_buffers(program_.graph);
+  metadata_ = file_.header_strings();
   for (const TensorInfo& tensor : file_.tensors()) {
     int64_t count = 1;
     for (int64_t dim : tensor.shape) count *= dim;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "buffer_plan.h"
 #include "model_file.h"
@@ -26,6 +28,8 @@ class Model {
   const Graph& graph() const { return program_.graph; }
   const BufferPlan& buffer_plan() const { return plan_; }
   int64_t n_parameters() const { return n_parameters_; }
+  // The header as sorted key/value strings (aft_model_metadata_at).
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
   // The state of an empty sequence.
   SessionState initial_state() const;
@@ -39,6 +43,7 @@ class Model {
   AftLmGraph program_;
   BufferPlan plan_;
   int64_t n_parameters_ = 0;
+  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 }  // namespace aft

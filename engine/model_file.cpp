@@ -18,7 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kMagic[8] = {'A', 'F', 'T', 'M', 'O', 'D', 'E', 'L'};
-constexpr uint32_t kVersion = 1;
 constexpr uint64_t kPreambleBytes = 24;
 constexpr uint64_t kAlignment = 64;
 
@@ -209,9 +208,9 @@ ModelFile ModelFile::open(const std::string& path, bool verify_checksums) {
                   "\"): not an aft model file");
   }
   const auto version = static_cast<uint32_t>(load_le(bytes + 8, 4));
-  if (version != kVersion) {
+  if (version != kModelFileVersion) {
     preamble.fail("unsupported format version " + std::to_string(version) +
-                  " (this build reads version " + std::to_string(kVersion) + ")");
+                  " (this build reads version " + std::to_string(kModelFileVersion) + ")");
   }
   const auto reserved = static_cast<uint32_t>(load_le(bytes + 12, 4));
   if (reserved != 0) {
@@ -282,6 +281,26 @@ const TensorInfo* ModelFile::find(const std::string& name) const {
     if (t.name == name) return &t;
   }
   return nullptr;
+}
+
+const nlohmann::json& ModelFile::metadata() const {
+  static const nlohmann::json none;
+  const auto found = header_.find("metadata");
+  return found == header_.end() ? none : *found;
+}
+
+std::vector<std::pair<std::string, std::string>> ModelFile::header_strings() const {
+  std::vector<std::pair<std::string, std::string>> entries;
+  const auto add = [&entries](const std::string& key, const nlohmann::json& value) {
+    entries.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  };
+  for (const auto& [key, value] : config().items()) add("config." + key, value);
+  add("tokenizer.type", tokenizer().at("type"));
+  if (metadata().is_object()) {
+    for (const auto& [key, value] : metadata().items()) add("metadata." + key, value);
+  }
+  std::sort(entries.begin(), entries.end());
+  return entries;
 }
 
 }  // namespace aft

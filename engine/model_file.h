@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,9 @@
 #include "mapped_file.h"
 
 namespace aft {
+
+// The format version this build reads (docs/format.md).
+constexpr uint32_t kModelFileVersion = 1;
 
 enum class DType { F32 };
 
@@ -34,6 +38,12 @@ class ModelFile {
   uint64_t size_bytes() const;
   const nlohmann::json& config() const { return header_.at("config"); }
   const nlohmann::json& tokenizer() const { return header_.at("tokenizer"); }
+  // The free-form "metadata" object; null when the file has none.
+  const nlohmann::json& metadata() const;
+  // The header as sorted key/value strings: "config.<key>" for every config key,
+  // "tokenizer.type", and "metadata.<key>" for every metadata entry; strings as they are, other
+  // values as JSON text.
+  std::vector<std::pair<std::string, std::string>> header_strings() const;
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;  // null if absent
   // CRC-32 of the header (config, tokenizer, and every tensor's shape, place and checksum): which

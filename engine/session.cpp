@@ -8,7 +8,7 @@
 #include "compute_threads.h"
 #include "error.h"
 #include "executor.h"
-#include "kernels/kernels.h"
+#include "runtime_kernels.h"
 #include "session_state_blob.h"
 
 namespace aft {
@@ -124,12 +124,8 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       // over the same threads with a barrier between them, not a fork and join each.
       const bool one_region =
           rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
-      const ExecContext ctx{kernels::active_kernels(),
-                            threads.count(),
-                            state_.position,
-                            tokens + done,
-                            state_,
-                            one_region};
+      const ExecContext ctx{runtime_kernels(), threads.count(), state_.position,
+                            tokens + done,     state_,          one_region};
       const Tensor out =
           execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {
@@ -178,9 +174,9 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
   for (std::size_t done = 0; done < n;) {
     const std::size_t rows = std::min(kMaxChunkRows, n - done);
     try {
-      const ExecContext ctx{
-          kernels::active_kernels(), threads.count(), 0, tokens + done, lead.state_, false,
-          states.data() + done};
+      const ExecContext ctx{runtime_kernels(),   threads.count(), 0,
+                            tokens + done,       lead.state_,     false,
+                            states.data() + done};
       const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
       const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
                                  lead.buffer_pointers_, ctx, rows, output_rows);

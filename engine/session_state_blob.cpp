@@ -15,7 +15,6 @@ namespace {
 // b, frame (d each), keys, values, scaled keys (rows x blocks x 64 each, channel_blocked_rows.h);
 // last a u32 CRC-32 of every byte before it.
 constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
-constexpr uint32_t kVersion = 1;
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4;
 constexpr std::size_t kLayerHeaderBytes = 8 + 8;
 
@@ -87,7 +86,7 @@ std::size_t state_blob_size(const SessionState& state) {
 void write_state_blob(const SessionState& state, uint32_t model_fingerprint, void* out) {
   Writer w(static_cast<unsigned char*>(out));
   w.bytes(kMagic, sizeof(kMagic));
-  w.value<uint32_t>(kVersion);
+  w.value<uint32_t>(kStateBlobVersion);
   w.value<uint32_t>(model_fingerprint);
   w.value<int64_t>(state.position);
   w.value<uint32_t>(static_cast<uint32_t>(state.layers.size()));
@@ -114,9 +113,9 @@ SessionState read_state_blob(const void* data, std::size_t size, uint32_t model_
   r.bytes(magic, sizeof(magic));
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) Reader::fail("not a saved session state");
   const auto version = r.value<uint32_t>();
-  if (version != kVersion) {
+  if (version != kStateBlobVersion) {
     Reader::fail("version " + std::to_string(version) + " (this library reads version " +
-                 std::to_string(kVersion) + ")");
+                 std::to_string(kStateBlobVersion) + ")");
   }
   const auto fingerprint = r.value<uint32_t>();
   if (fingerprint != model_fingerprint) {

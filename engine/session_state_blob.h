@@ -10,6 +10,9 @@
 
 namespace aft {
 
+// The layout version the blob carries (docs/format.md, "Session state").
+constexpr uint32_t kStateBlobVersion = 1;
+
 std::size_t state_blob_size(const SessionState& state);
 
 // Writes state_blob_size(state) bytes to out.

@@ -72,25 +72,21 @@ const KernelTable* kernels_for_isa(const char* name) {
   return nullptr;
 }
 
-const KernelTable& choose_kernels(const char* requested) {
+KernelChoice choose_kernels(const char* requested) {
   const KernelTable& best = best_kernels();
-  if (requested == nullptr || *requested == '\0') return best;
-  if (const KernelTable* forced = kernels_for_isa(requested)) return *forced;
+  if (requested == nullptr || *requested == '\0') return {&best, ""};
+  if (const KernelTable* forced = kernels_for_isa(requested)) return {forced, ""};
+  const std::string asked = "AFT_ISA=" + std::string(requested);
   if (is_known_name(requested)) {
-    std::fprintf(stderr, "aft: AFT_ISA=%s is not available on this CPU or build; using %s\n",
-                 requested, best.isa);
-  } else {
-    std::fprintf(stderr,
-                 "aft: AFT_ISA=%s is unknown (expected scalar, sse2, avx2, avx512 or neon); "
-                 "using %s\n",
-                 requested, best.isa);
+    return {&best, asked + " is not available on this CPU or build; using " + best.isa};
   }
-  return best;
+  return {&best,
+          asked + " is unknown (expected scalar, sse2, avx2, avx512 or neon); using " + best.isa};
 }
 
-const KernelTable& active_kernels() {
-  static const KernelTable& table = choose_kernels(std::getenv("AFT_ISA"));
-  return table;
+const KernelChoice& active_kernel_choice() {
+  static const KernelChoice choice = choose_kernels(std::getenv("AFT_ISA"));
+  return choice;
 }
 
 }  // namespace aft::kernels

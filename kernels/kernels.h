@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace aft::kernels {
 
@@ -109,13 +110,20 @@ const KernelTable& scalar_kernels();
 // is unknown, the ISA is not built for this target, or this CPU (and OS) cannot run it.
 const KernelTable* kernels_for_isa(const char* isa);
 
-// The rule active_kernels() applies to the value of AFT_ISA (null or empty: the best table);
-// exposed so that tests can check it without depending on the environment of the process.
-const KernelTable& choose_kernels(const char* requested);
+// The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
+struct KernelChoice {
+  const KernelTable* table;
+  std::string warning;  // empty when the request was honoured (or there was none)
+};
 
-// The best table for this CPU, chosen once. The environment variable AFT_ISA forces one
-// ("scalar", "sse2", "avx2", "avx512", "neon"); forcing an ISA the CPU lacks falls back to the best
-// one it has, with a warning on stderr.
-const KernelTable& active_kernels();
+// The rule active_kernel_choice() applies to the value of AFT_ISA (null or empty: the best
+// table); exposed so that tests can check it without depending on the environment of the process.
+KernelChoice choose_kernels(const char* requested);
+
+// The choice for this CPU and the environment variable AFT_ISA ("scalar", "sse2", "avx2",
+// "avx512", "neon"), made once; forcing an ISA the CPU lacks falls back to the best one it has,
+// with a warning the engine logs.
+const KernelChoice& active_kernel_choice();
+inline const KernelTable& active_kernels() { return *active_kernel_choice().table; }
 
 }  // namespace aft::kernels

@@ -1,0 +1,16 @@
+#include "runtime_kernels.h"
+
+#include "log.h"
+
+namespace aft {
+
+const kernels::KernelTable& runtime_kernels() {
+  static const kernels::KernelTable& table = []() -> const kernels::KernelTable& {
+    const kernels::KernelChoice& choice = kernels::active_kernel_choice();
+    if (!choice.warning.empty()) log_message(AFT_LOG_WARNING, choice.warning);
+    return *choice.table;
+  }();
+  return table;
+}
+
+}  // namespace aft
