@@ -51,6 +51,23 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   }
 }
 
+// --batch: sessions decoding together; tokens/s counts every session's, and the ratio to a batch
+// of one is reported.
+TEST(AftBench, DecodesBatchesOfSessions) {
+  const Result r = run(fixture("local") + " -r 1 -p 0 -n 3 -b 1,4 -t 1 --no-limits -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["test"], "tg3");
+  EXPECT_EQ(j["results"][0]["batch"], 1);
+  EXPECT_EQ(j["results"][1]["test"], "tg3 x4");
+  EXPECT_EQ(j["results"][1]["batch"], 4);
+  EXPECT_GT(j["results"][1]["speedup_over_batch_1"].get<double>(), 0.0);
+  const Result bad = run(fixture("local") + " -b 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("-b"), std::string::npos) << bad.err;
+}
+
 TEST(AftBench, MeasuresTheLimitsAndRatios) {
   const Result r =
       run(fixture("conv") + " -r 2 -p 8 -n 4 -d 0,16 -t 1,2 --bandwidth-mib 16 -o json");

@@ -64,11 +64,13 @@ std::vector<int32_t> bench_tokens(std::size_t count, int32_t vocab_size) {
 std::vector<TestResult> planned_tests(const Options& o, int threads) {
   std::vector<TestResult> tests;
   for (int64_t p : o.n_prompt) {
-    if (p > 0) tests.push_back({TestKind::Prefill, p, 0, 0, threads, {}});
+    if (p > 0) tests.push_back({TestKind::Prefill, p, 0, 0, 1, threads, {}});
   }
   for (int64_t n : o.n_gen) {
     for (int64_t d : o.depth) {
-      if (n > 0) tests.push_back({TestKind::Decode, 0, n, d, threads, {}});
+      for (int64_t b : o.batch) {
+        if (n > 0) tests.push_back({TestKind::Decode, 0, n, d, b, threads, {}});
+      }
     }
   }
   return tests;
@@ -149,10 +151,11 @@ int run(const Options& o) {
           seconds = model.time_prefill(tokens, static_cast<std::size_t>(test.n_prompt), threads);
         } else {
           seconds = model.time_decode(tokens, static_cast<std::size_t>(test.depth),
-                                      static_cast<std::size_t>(test.n_gen), threads);
+                                      static_cast<std::size_t>(test.n_gen),
+                                      static_cast<std::size_t>(test.batch), threads);
         }
-        const double count =
-            static_cast<double>(test.kind == TestKind::Prefill ? test.n_prompt : test.n_gen);
+        const double count = static_cast<double>(
+            test.kind == TestKind::Prefill ? test.n_prompt : test.n_gen * test.batch);
         if (rep > 0) test.tokens_per_second.push_back(count / seconds);
       }
       report.results.push_back(test);

@@ -26,6 +26,8 @@ const char kUsage[] =
     "  -p, --n-prompt N,...      prompt lengths to prefill, one eval each (default 512; 0 = none)\n"
     "  -n, --n-gen N,...         tokens to decode one at a time (default 128; 0 = none)\n"
     "  -d, --n-depth N,...       decode after N context tokens (prefilled, untimed; default 0)\n"
+    "  -b, --batch N,...         sessions decoding together, a token each per step\n"
+    "                            (aft_batch_decode; tokens/s counts every session's; default 1)\n"
     "  -t, --threads N,...       threads (default: 1 and the number of physical cores)\n"
     "  -r, --repetitions N       timed runs per test, after one warm-up (default 5)\n"
     "  -o, --output md|json      report format (default md)\n"
@@ -74,6 +76,8 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
       options.n_gen = parse_list<int64_t>(arg, value(), 0, kMaxTokens);
     } else if (arg == "-d" || arg == "--n-depth") {
       options.depth = parse_list<int64_t>(arg, value(), 0, kMaxTokens);
+    } else if (arg == "-b" || arg == "--batch") {
+      options.batch = parse_list<int64_t>(arg, value(), 1, 4096);
     } else if (arg == "-t" || arg == "--threads") {
       options.threads = parse_list<int>(arg, value(), 1, 1024);
     } else if (arg == "-r" || arg == "--repetitions") {

@@ -19,6 +19,7 @@ struct Options {
   std::vector<int64_t> n_prompt{512};  // pp tests: prompt lengths (0 = none)
   std::vector<int64_t> n_gen{128};     // tg tests: decoded tokens (0 = none)
   std::vector<int64_t> depth{0};       // tg tests: context tokens before the timed decode
+  std::vector<int64_t> batch{1};       // tg tests: sessions decoding together
   std::vector<int> threads;            // default: 1 and the number of physical cores
   int repetitions = 5;
   Format format = Format::Markdown;

@@ -43,7 +43,8 @@ Achieved achieved(const Report& r, const TestResult& t) {
   if (t.kind == TestKind::Prefill) {
     return {flops_per_token(r) * tps / 1e9, "GFLOP/s", l ? l->fma() : 0.0, 0.0};
   }
-  return {weight_bytes(r) * tps / 1e9,
+  // A batch's step reads the weights once for all its sessions' tokens.
+  return {weight_bytes(r) * tps / static_cast<double>(t.batch) / 1e9,
           "GB/s",
           l ? l->read() : 0.0,
           l ? l->read_weights() : 0.0,
@@ -62,10 +63,12 @@ std::string ratio_text(const Achieved& a, bool prefill) {
          " of read at weights' size, " + percent(a.gflops, a.fma_limit) + " of FMA peak";
 }
 
-// Tokens/s at t.threads over the same test at 1 thread; 0 when that was not run.
-double speedup(const Report& r, const TestResult& t) {
+// Tokens/s of t over the same test at 1 thread (or with a batch of 1); 0 when that was not run.
+double speedup(const Report& r, const TestResult& t, bool over_batch) {
   for (const TestResult& one : r.results) {
-    if (one.threads == 1 && one.kind == t.kind && one.n_prompt == t.n_prompt &&
+    const bool threads = over_batch ? one.threads == t.threads : one.threads == 1;
+    const bool batch = over_batch ? one.batch == 1 : one.batch == t.batch;
+    if (threads && batch && one.kind == t.kind && one.n_prompt == t.n_prompt &&
         one.n_gen == t.n_gen && one.depth == t.depth) {
       return summarize(t.tokens_per_second).mean / summarize(one.tokens_per_second).mean;
     }
@@ -124,6 +127,7 @@ std::string TestResult::name() const {
   if (kind == TestKind::Prefill) return "pp" + std::to_string(n_prompt);
   std::string s = "tg" + std::to_string(n_gen);
   if (depth > 0) s += " @ d" + std::to_string(depth);
+  if (batch > 1) s += " x" + std::to_string(batch);
   return s;
 }
 
@@ -165,16 +169,19 @@ void write_markdown(const Report& r, std::FILE* out) {
   }
 
   std::fprintf(out,
-               "\n| threads | test | tokens/s | ms/token | x 1 thread | achieved | of limit |\n");
-  std::fprintf(out, "|---:|---|---:|---:|---:|---:|---:|\n");
+               "\n| threads | test | tokens/s | ms/token | x 1 thread | x batch 1 | achieved | of "
+               "limit |\n");
+  std::fprintf(out, "|---:|---|---:|---:|---:|---:|---:|---:|\n");
   for (const TestResult& t : r.results) {
     const Stats s = summarize(t.tokens_per_second);
     const Achieved a = achieved(r, t);
     const std::string ratio = ratio_text(a, t.kind == TestKind::Prefill);
-    const double x = speedup(r, t);
-    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %s | %.1f %s | %s |\n", t.threads,
+    const double x = speedup(r, t, false);
+    const double xb = t.batch > 1 ? speedup(r, t, true) : 0.0;
+    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %s | %s | %.1f %s | %s |\n", t.threads,
                  t.name().c_str(), s.mean, s.stddev, significant(1000.0 / s.mean).c_str(),
-                 x > 0.0 ? format("%.2f", x).c_str() : "-", a.value, a.unit, ratio.c_str());
+                 x > 0.0 ? format("%.2f", x).c_str() : "-",
+                 xb > 0.0 ? format("%.2f", xb).c_str() : "-", a.value, a.unit, ratio.c_str());
   }
   if (!r.skipped.empty()) std::fprintf(out, "\nSkipped:\n\n");
   for (const std::string& s : r.skipped) std::fprintf(out, "- %s\n", s.c_str());
@@ -237,12 +244,15 @@ void write_json(const Report& r, std::FILE* out) {
                 {"n_prompt", t.n_prompt},
                 {"n_gen", t.n_gen},
                 {"depth", t.depth},
+                {"batch", t.batch},
                 {"threads", t.threads},
                 {"tokens_per_second", {{"mean", s.mean}, {"stddev", s.stddev}}},
                 {"samples_tokens_per_second", t.tokens_per_second},
                 {"ms_per_token", 1000.0 / s.mean}};
-    const double x = speedup(r, t);
+    const double x = speedup(r, t, false);
     row["speedup_over_1_thread"] = x > 0.0 ? Json(x) : Json(nullptr);
+    const double xb = speedup(r, t, true);
+    row["speedup_over_batch_1"] = xb > 0.0 ? Json(xb) : Json(nullptr);
     if (t.kind == TestKind::Prefill) {
       row["gflops"] = a.value;
       row["fraction_of_fma_peak"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);

@@ -26,9 +26,10 @@ struct TestResult {
   int64_t n_prompt = 0;  // prefill: tokens in the prompt
   int64_t n_gen = 0;     // decode: tokens decoded one at a time
   int64_t depth = 0;     // decode: context tokens before them
+  int64_t batch = 1;     // decode: sessions decoding together (tokens/s counts all)
   int threads = 1;
   std::vector<double> tokens_per_second;  // one per repetition
-  std::string name() const;               // "pp512", "tg128", "tg128 @ d4096"
+  std::string name() const;               // "pp512", "tg128", "tg128 @ d4096", "tg128 x16"
 };
 
 // One thread count's limits, measured before and after its tests: the best of the two is the

@@ -1,5 +1,6 @@
 #include "tools/bench/runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace aft::bench {
@@ -38,17 +39,29 @@ double BenchModel::time_prefill(const std::vector<int32_t>& tokens, std::size_t 
 }
 
 double BenchModel::time_decode(const std::vector<int32_t>& tokens, std::size_t depth, std::size_t n,
-                               int threads) const {
-  const Session session = new_session(model_.get(), threads);
-  std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
-  if (depth > 0) {
-    check(aft_session_eval(session.get(), tokens.data(), depth, AFT_LOGITS_NONE, nullptr),
-          "prefilling the context");
+                               std::size_t batch, int threads) const {
+  std::vector<Session> sessions;
+  std::vector<aft_session*> handles;
+  for (std::size_t s = 0; s < batch; ++s) {
+    sessions.push_back(new_session(model_.get(), threads));
+    handles.push_back(sessions.back().get());
+    if (depth > 0) {
+      check(aft_session_eval(handles.back(), tokens.data(), depth, AFT_LOGITS_NONE, nullptr),
+            "prefilling the context");
+    }
   }
+  std::vector<float> logits(batch * static_cast<std::size_t>(info_.vocab_size));
+  std::vector<int32_t> step(batch);
   const auto start = Clock::now();
   for (std::size_t i = depth; i < depth + n; ++i) {
-    check(aft_session_eval(session.get(), &tokens[i], 1, AFT_LOGITS_LAST, logits.data()),
-          "decoding");
+    if (batch == 1) {
+      check(aft_session_eval(handles[0], &tokens[i], 1, AFT_LOGITS_LAST, logits.data()),
+            "decoding");
+    } else {
+      std::fill(step.begin(), step.end(), tokens[i]);
+      check(aft_batch_decode(handles.data(), step.data(), batch, AFT_LOGITS_LAST, logits.data()),
+            "decoding a batch");
+    }
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
 }

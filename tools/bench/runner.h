@@ -19,10 +19,11 @@ class BenchModel {
 
   // Seconds to prefill tokens[0, n) in a fresh session (logits of the last token).
   double time_prefill(const std::vector<int32_t>& tokens, std::size_t n, int threads) const;
-  // Seconds to decode tokens[depth, depth + n) one at a time (logits of each), in a fresh
-  // session that first consumed tokens[0, depth) untimed.
+  // Seconds to decode tokens[depth, depth + n) one at a time (logits of each), in `batch` fresh
+  // sessions that first consumed tokens[0, depth) untimed; a batch decodes its sessions together
+  // (aft_batch_decode).
   double time_decode(const std::vector<int32_t>& tokens, std::size_t depth, std::size_t n,
-                     int threads) const;
+                     std::size_t batch, int threads) const;
 
  private:
   cli::Model model_;
