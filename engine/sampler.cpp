@@ -182,8 +182,9 @@ int32_t Sampler::draw() {
       }
     }
   }
-  while (keep > 1 && weights_[keep - 1] < params_.min_p) --keep;
+  while (keep > 1 && weights_[keep - 1] < params_.min_p) --keep;  // the most likely weighs 1
 
+  // Temperature last: it reshapes the kept tokens' distribution, not which tokens are kept.
   total = 0.0;
   for (std::size_t i = 0; i < keep; ++i) {
     weights_[i] =

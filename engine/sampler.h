@@ -28,7 +28,8 @@ class Sampler {
   explicit Sampler(const aft_sampler_params& params);
 
   // logits: n_vocab values, read only. Throws Error for a NaN or +inf logit, a biased token outside
-  // the vocabulary, or when every logit is -inf after the bias.
+  // the vocabulary, or when every logit is -inf after the bias; the history and the generator are
+  // then unchanged.
   int32_t sample(const float* logits, std::size_t n_vocab);
 
   // Adds token to the history without sampling. Tokens outside a later call's vocabulary are
@@ -47,7 +48,7 @@ class Sampler {
   bool more_likely(int32_t x, int32_t y) const;
   double next_uniform();  // [0, 1)
 
-  aft_sampler_params params_;  // logit_bias points at the caller's array: use biases_
+  aft_sampler_params params_;  // logit_bias cleared: biases_ holds the copy
   std::vector<aft_logit_bias> biases_;
   TokenHistory history_;
   uint64_t rng_state_;

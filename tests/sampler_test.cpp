@@ -439,6 +439,19 @@ TEST(Sampler, NoTokenLeftOrNonFiniteLogitsAreErrors) {
   }
 }
 
+TEST(Sampler, AFailedSampleChangesNothing) {
+  aft_sampler_params params = plain(1.0f, 9);
+  params.repeat_penalty = 2.0f;
+  const std::vector<float> logits = logits_of_weights({1, 2, 3, 4, 5});
+  SamplerHandle failed = make(params);
+  SamplerHandle fresh = make(params);
+  int32_t token = -1;
+  const std::vector<float> bad = {1.0f, NAN, 0.0f, 0.0f, 0.0f};
+  EXPECT_EQ(aft_sampler_sample(failed.get(), bad.data(), bad.size(), &token),
+            AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(draw(failed.get(), logits, 30), draw(fresh.get(), logits, 30));
+}
+
 TEST(Sampler, InputLogitsAreNotModified) {
   const aft_logit_bias bias[] = {{1, 2.0f}, {3, -INFINITY}};
   aft_sampler_params params = plain(0.7f, 3);
