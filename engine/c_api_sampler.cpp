@@ -45,4 +45,18 @@ aft_status aft_sampler_sample(aft_sampler* sampler, const float* logits, size_t 
   });
 }
 
+aft_status aft_sampler_accept(aft_sampler* sampler, int32_t token) {
+  return guarded([&] {
+    require(sampler, "sampler");
+    sampler->sampler->accept(token);
+  });
+}
+
+aft_status aft_sampler_reset(aft_sampler* sampler) {
+  return guarded([&] {
+    require(sampler, "sampler");
+    sampler->sampler->reset();
+  });
+}
+
 }  // extern "C"

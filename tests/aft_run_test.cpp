@@ -76,10 +76,113 @@ TEST_F(AftRun, UsageErrorsExitWithTwo) {
             std::string::npos);
 }
 
+// The fixture's vocabulary: token ids of "a", "b", "c", " ".
+const std::string kVocabulary = "abc ";
+
+// The text generated after a prompt of n_prompt characters (one character per token).
+std::string generated(const Result& r, std::size_t n_prompt) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(r.out.size(), n_prompt + 1) << r.out;
+  return r.out.substr(n_prompt, r.out.size() - n_prompt - 1);  // without the final newline
+}
+
+TEST_F(AftRun, LogitBiasBansOrForcesTokens) {
+  const std::string greedy = generated(run(model() + " -p abc -n 20 --temp 0"), 3);
+  ASSERT_EQ(greedy.size(), 20u);
+  const std::size_t first = kVocabulary.find(greedy[0]);
+  const std::string ban = std::to_string(first) + "-inf";
+  const std::string banned = generated(run(model() + " -p abc -n 20 --temp 0 -l " + ban), 3);
+  EXPECT_EQ(banned.find(greedy[0]), std::string::npos) << banned;
+  EXPECT_NE(banned, greedy);
+
+  // Two flags, the long and the short name; at temperature 1.5 every other token is out of reach.
+  const std::string forced =
+      generated(run(model() + " -p abc -n 20 --temp 1.5 -s 4 --logit-bias 2+100 -l 1-3"), 3);
+  EXPECT_EQ(forced, std::string(20, 'c'));
+}
+
+// A presence penalty of 100 outweighs any difference between this model's logits, so every token
+// among the recent ones loses to any other.
+TEST_F(AftRun, PenaltiesSteerAwayFromTheRecentTokensThePromptIncluded) {
+  const std::string penalise_all = " --temp 0 --repeat-last-n -1 --presence-penalty 100";
+  // The prompt holds a, b and c, and the greedy choice is c: with the penalty only the space can
+  // follow.
+  EXPECT_EQ(generated(run(model() + " -p bcaaaa -n 1 --temp 0"), 6), "c");
+  EXPECT_EQ(generated(run(model() + " -p bcaaaa -n 1" + penalise_all), 6), " ");
+  // With a window of one token no token follows itself, the prompt's last included (the greedy
+  // text has runs of spaces).
+  const std::string alternating = generated(
+      run(model() + " -p aaaa -n 40 --temp 0 --repeat-last-n 1 --presence-penalty 100"), 4);
+  ASSERT_EQ(alternating.size(), 40u);
+  EXPECT_NE(alternating[0], 'a');
+  for (std::size_t i = 1; i < alternating.size(); ++i) {
+    EXPECT_NE(alternating[i], alternating[i - 1]) << alternating;
+  }
+  // --repeat-last-n 0 turns the penalties off: the greedy text.
+  EXPECT_EQ(run(model() + " -p aaaa -n 40 --temp 0 --repeat-last-n 0 --presence-penalty 100").out,
+            run(model() + " -p aaaa -n 40 --temp 0").out);
+}
+
+// The shipped model, greedy, repeats a repeated phrase forever; a repeat penalty of 1.5 (over the
+// last 64 tokens, the prompt's included) breaks the loop at once.
+TEST(AftRunShippedModel, RepeatPenaltyBreaksARepetitionLoop) {
+  const std::string phrase = "of the state ";
+  const std::string prompt = phrase + phrase + phrase;
+  const std::string args = quote(AFT_SHIPPED_MODEL) + " -p '" + prompt + "' -n 52 --temp 0";
+  const std::string greedy = generated(run(args), prompt.size());
+  EXPECT_EQ(greedy, phrase + phrase + phrase + phrase);
+  const std::string penalised = generated(run(args + " --repeat-penalty 1.5"), prompt.size());
+  ASSERT_EQ(penalised.size(), 52u);
+  EXPECT_NE(penalised.substr(0, phrase.size()), phrase) << penalised;
+  EXPECT_EQ(generated(run(args + " --repeat-penalty 1"), prompt.size()), greedy) << "1 = off";
+}
+
+TEST_F(AftRun, BadSamplingValuesAreUsageErrorsNamingTheFlag) {
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--min-p 1.5", "--min-p: expected a number in [0, 1]"},
+      {"--min-p -0.1", "--min-p:"},
+      {"--repeat-penalty 0", "--repeat-penalty: expected a number"},
+      {"--repeat-penalty nan", "--repeat-penalty:"},
+      {"--repeat-last-n -2", "--repeat-last-n: expected an integer in [-1, "},
+      {"--repeat-last-n 1.5", "--repeat-last-n:"},
+      {"--frequency-penalty abc", "--frequency-penalty: expected a number"},
+      {"--presence-penalty inf", "--presence-penalty:"},
+      {"--logit-bias 5", "--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS"},
+      {"--logit-bias +5", "--logit-bias:"},
+      {"--logit-bias x+1", "--logit-bias:"},
+      {"--logit-bias 1+", "a number for the bias"},
+      {"--logit-bias 1+2x", "a number for the bias"},
+      {"--logit-bias 1+nan", "a number for the bias"},
+      {"-l 1+inf", "-l: expected TOKEN_ID+BIAS"},
+      {"-l 99999999999+1", "a token id up to 2147483647"},
+      {"-l", "-l: missing value"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(model() + " -p a " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find("usage: aft-run"), std::string::npos) << c.args;
+  }
+}
+
+TEST_F(AftRun, LogitBiasOutsideTheVocabularyIsAnError) {
+  const Result r = run(model() + " -p a -l 4+1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--logit-bias: token 4 is outside the model's vocabulary of 4 tokens"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "") << "nothing is printed before the options are known to fit the model";
+}
+
 TEST_F(AftRun, HelpExitsWithZero) {
   const Result r = run("--help");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--top-p"), std::string::npos);
+  for (const char* flag : {"--top-p", "--min-p P", "--repeat-penalty F", "--repeat-last-n N",
+                           "--frequency-penalty F", "--presence-penalty F", "-l, --logit-bias"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
 }
 
 TEST_F(AftRun, RuntimeErrorsExitWithOneAndSayWhy) {

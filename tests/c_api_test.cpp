@@ -1,9 +1,7 @@
 // The C API's surface: NULL and bad arguments give a status and a message (never a crash), the
-// tokenizer functions' buffer protocol, model info, and the sampler.
+// tokenizer functions' buffer protocol, model info (the sampler: sampler_test.cpp).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -136,85 +134,6 @@ TEST_F(CApiModel, NegativeThreadCountIsRejected) {
   aft_session* session = nullptr;
   EXPECT_EQ(aft_session_create(model_.get(), &params, &session), AFT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("n_threads"), std::string::npos);
-}
-
-SamplerHandle make_sampler(float temperature, int32_t top_k, float top_p, uint64_t seed) {
-  aft_sampler_params params{temperature, top_k, top_p, seed};
-  aft_sampler* sampler = nullptr;
-  EXPECT_EQ(aft_sampler_create(&params, &sampler), AFT_OK) << aft_last_error();
-  return SamplerHandle(sampler);
-}
-
-std::vector<int32_t> draw(aft_sampler* sampler, const std::vector<float>& logits, int n) {
-  std::vector<int32_t> tokens(static_cast<std::size_t>(n));
-  for (int32_t& token : tokens) {
-    EXPECT_EQ(aft_sampler_sample(sampler, logits.data(), logits.size(), &token), AFT_OK);
-  }
-  return tokens;
-}
-
-TEST(Sampler, BadParametersAreRejected) {
-  aft_sampler* sampler = nullptr;
-  for (aft_sampler_params params :
-       {aft_sampler_params{-1.0f, 40, 0.9f, 0}, aft_sampler_params{NAN, 40, 0.9f, 0},
-        aft_sampler_params{0.8f, -1, 0.9f, 0}, aft_sampler_params{0.8f, 40, 0.0f, 0},
-        aft_sampler_params{0.8f, 40, 1.5f, 0}}) {
-    EXPECT_EQ(aft_sampler_create(&params, &sampler), AFT_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(sampler, nullptr);
-  }
-}
-
-TEST(Sampler, GreedyPicksTheFirstLargest) {
-  SamplerHandle sampler = make_sampler(0.0f, 40, 0.95f, 1);
-  EXPECT_EQ(draw(sampler.get(), {0.5f, 3.0f, -1.0f, 3.0f}, 3), (std::vector<int32_t>{1, 1, 1}));
-  SamplerHandle top1 = make_sampler(1.0f, 1, 1.0f, 1);
-  EXPECT_EQ(draw(top1.get(), {0.5f, 3.0f, -1.0f, 3.0f}, 3), (std::vector<int32_t>{1, 1, 1}));
-}
-
-TEST(Sampler, SameSeedSameTokens) {
-  const std::vector<float> logits = {1.0f, 0.5f, 0.2f, 0.9f, -0.3f};
-  SamplerHandle a = make_sampler(1.0f, 0, 1.0f, 42);
-  SamplerHandle b = make_sampler(1.0f, 0, 1.0f, 42);
-  SamplerHandle c = make_sampler(1.0f, 0, 1.0f, 43);
-  const std::vector<int32_t> first = draw(a.get(), logits, 50);
-  EXPECT_EQ(first, draw(b.get(), logits, 50));
-  EXPECT_NE(first, draw(c.get(), logits, 50));
-}
-
-// At temperature 1 with no filtering, frequencies follow softmax(logits).
-TEST(Sampler, FrequenciesFollowTheSoftmax) {
-  const std::vector<float> logits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
-  SamplerHandle sampler = make_sampler(1.0f, 0, 1.0f, 7);
-  std::map<int32_t, int> counts;
-  const int n = 20000;
-  for (int32_t token : draw(sampler.get(), logits, n)) ++counts[token];
-  for (int32_t token = 0; token < 4; ++token) {
-    EXPECT_NEAR(counts[token] / static_cast<double>(n), (token + 1) / 10.0, 0.015) << token;
-  }
-}
-
-TEST(Sampler, TopKAndTopPRestrictTheCandidates) {
-  const std::vector<float> logits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
-  SamplerHandle top2 = make_sampler(1.0f, 2, 1.0f, 3);
-  for (int32_t token : draw(top2.get(), logits, 500)) EXPECT_TRUE(token == 2 || token == 3);
-  // p = 0.5: {3 (0.4), 2 (0.3)} is the smallest set reaching it.
-  SamplerHandle nucleus = make_sampler(1.0f, 0, 0.5f, 3);
-  for (int32_t token : draw(nucleus.get(), logits, 500)) EXPECT_TRUE(token == 2 || token == 3);
-}
-
-TEST(Sampler, NonFiniteLogitsAreRejected) {
-  SamplerHandle sampler = make_sampler(0.8f, 40, 0.95f, 1);
-  int32_t token = 0;
-  const std::vector<float> with_nan = {0.0f, NAN};
-  EXPECT_EQ(aft_sampler_sample(sampler.get(), with_nan.data(), 2, &token),
-            AFT_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(last_error().find("logit 1"), std::string::npos);
-  const std::vector<float> all_masked = {-INFINITY, -INFINITY};
-  EXPECT_EQ(aft_sampler_sample(sampler.get(), all_masked.data(), 2, &token),
-            AFT_ERR_INVALID_ARGUMENT);
-  const std::vector<float> one_masked = {-INFINITY, 1.0f};
-  EXPECT_EQ(aft_sampler_sample(sampler.get(), one_masked.data(), 2, &token), AFT_OK);
-  EXPECT_EQ(token, 1);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ namespace {
 using aft::cli::check;
 using aft::cli::parse_float;
 using aft::cli::parse_integer;
+using aft::cli::parse_logit_bias;
 using aft::cli::UsageError;
 namespace cli = aft::cli;
 
@@ -35,27 +36,39 @@ const char kUsage[] =
     "Generates text with an AFT language model: the prompt, then the continuation, on stdout.\n"
     "\n"
     "options:\n"
-    "  -m, --model PATH     model file (or give it as the first argument)\n"
-    "  -p, --prompt TEXT    prompt text\n"
-    "  -f, --file PATH      read the prompt from a file\n"
-    "  -n, --n-predict N    tokens to generate (default 128)\n"
-    "      --temp T         temperature; 0 = greedy (default 0.8)\n"
-    "      --top-k K        sample from the K most likely tokens; 0 = all (default 40)\n"
-    "      --top-p P        sample from the smallest set with probability >= P (default 0.95)\n"
-    "  -s, --seed N         random seed (default: chosen at random and printed)\n"
-    "  -t, --threads N      threads; 0 = one per physical core (default 0)\n"
-    "      --no-checksum    skip verifying tensor checksums when loading\n"
-    "  -v, --verbose        also report the sequence's state: its size, and save + restore time\n"
-    "  -h, --help           show this help\n";
+    "  -m, --model PATH             model file (or give it as the first argument)\n"
+    "  -p, --prompt TEXT            prompt text\n"
+    "  -f, --file PATH              read the prompt from a file\n"
+    "  -n, --n-predict N            tokens to generate (default 128)\n"
+    "  -s, --seed N                 random seed (default: chosen at random and printed)\n"
+    "  -t, --threads N              threads; 0 = one per physical core (default 0)\n"
+    "      --no-checksum            skip verifying tensor checksums when loading\n"
+    "  -v, --verbose                also report the sequence's state: its size, and save +\n"
+    "                               restore time\n"
+    "  -h, --help                   show this help\n"
+    "\n"
+    "sampling, applied in this order (llama.cpp's):\n"
+    "  -l, --logit-bias ID(+|-)B    add B to token ID's logit; repeatable (15-inf bans token 15)\n"
+    "      --repeat-last-n N        the recent tokens penalised, the prompt's included: the last\n"
+    "                               N; -1 = all, 0 = none (default 64)\n"
+    "      --repeat-penalty F       divide a recent token's logit by F if positive, multiply it\n"
+    "                               if negative; 1 = off (default 1)\n"
+    "      --frequency-penalty F    lower a recent token's logit by F x its count; 0 = off\n"
+    "                               (default 0)\n"
+    "      --presence-penalty F     lower a recent token's logit by F; 0 = off (default 0)\n"
+    "      --top-k K                keep the K most likely tokens; 0 = all (default 40)\n"
+    "      --top-p P                keep the smallest set with probability >= P (default 0.95)\n"
+    "      --min-p P                drop tokens less likely than P x the most likely; 0 = off\n"
+    "                               (default 0.05)\n"
+    "      --temp T                 temperature, after the filters; 0 = greedy (default 0.8)\n";
 
 struct Options {
   std::string model;
   std::optional<std::string> prompt;
   std::optional<std::string> prompt_file;
   long long n_predict = 128;
-  float temperature = 0.8f;
-  long long top_k = 40;
-  float top_p = 0.95f;
+  aft_sampler_params sampling = aft_sampler_default_params();  // logit_bias: the vector below
+  std::vector<aft_logit_bias> logit_bias;
   std::optional<uint64_t> seed;
   long long threads = 0;
   bool verify_checksums = true;
@@ -81,11 +94,25 @@ std::optional<Options> parse_args(int argc, char** argv) {
     } else if (arg == "-n" || arg == "--n-predict") {
       options.n_predict = parse_integer(arg, value(), 0, std::numeric_limits<int32_t>::max());
     } else if (arg == "--temp") {
-      options.temperature = parse_float(arg, value(), 0.0f, 100.0f);
+      options.sampling.temperature = parse_float(arg, value(), 0.0f, 100.0f);
     } else if (arg == "--top-k") {
-      options.top_k = parse_integer(arg, value(), 0, std::numeric_limits<int32_t>::max());
+      options.sampling.top_k =
+          static_cast<int32_t>(parse_integer(arg, value(), 0, std::numeric_limits<int32_t>::max()));
     } else if (arg == "--top-p") {
-      options.top_p = parse_float(arg, value(), 1e-6f, 1.0f);
+      options.sampling.top_p = parse_float(arg, value(), 1e-6f, 1.0f);
+    } else if (arg == "--min-p") {
+      options.sampling.min_p = parse_float(arg, value(), 0.0f, 1.0f);
+    } else if (arg == "--repeat-last-n") {
+      options.sampling.repeat_last_n = static_cast<int32_t>(
+          parse_integer(arg, value(), -1, std::numeric_limits<int32_t>::max()));
+    } else if (arg == "--repeat-penalty") {
+      options.sampling.repeat_penalty = parse_float(arg, value(), 0.01f, 100.0f);
+    } else if (arg == "--frequency-penalty") {
+      options.sampling.frequency_penalty = parse_float(arg, value(), -100.0f, 100.0f);
+    } else if (arg == "--presence-penalty") {
+      options.sampling.presence_penalty = parse_float(arg, value(), -100.0f, 100.0f);
+    } else if (arg == "-l" || arg == "--logit-bias") {
+      options.logit_bias.push_back(parse_logit_bias(arg, value()));
     } else if (arg == "-s" || arg == "--seed") {
       options.seed = static_cast<uint64_t>(
           parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
@@ -143,6 +170,25 @@ void report_state(aft_session* session) {
                size, static_cast<long long>(aft_session_position(session)), ms_since(start));
 }
 
+// Options are parsed before the model is known: biased tokens are checked against its vocabulary
+// here, before anything is printed.
+cli::Sampler create_sampler(const Options& options, uint64_t seed, int32_t vocab_size) {
+  for (const aft_logit_bias& bias : options.logit_bias) {
+    if (bias.token >= vocab_size) {
+      throw std::runtime_error("--logit-bias: token " + std::to_string(bias.token) +
+                               " is outside the model's vocabulary of " +
+                               std::to_string(vocab_size) + " tokens");
+    }
+  }
+  aft_sampler_params params = options.sampling;
+  params.logit_bias = options.logit_bias.data();
+  params.n_logit_bias = options.logit_bias.size();
+  params.seed = seed;
+  aft_sampler* sampler = nullptr;
+  check(aft_sampler_create(&params, &sampler), "creating the sampler");
+  return cli::Sampler(sampler);
+}
+
 int run(const Options& options) {
   const std::string prompt = options.prompt ? *options.prompt : read_file(*options.prompt_file);
   if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
@@ -172,19 +218,16 @@ int run(const Options& options) {
   check(aft_session_create(model.get(), &session_params, &raw_session), "creating a session");
   const cli::Session session(raw_session);
 
-  aft_sampler_params sampler_params = aft_sampler_default_params();
-  sampler_params.temperature = options.temperature;
-  sampler_params.top_k = static_cast<int32_t>(options.top_k);
-  sampler_params.top_p = options.top_p;
-  sampler_params.seed = options.seed ? *options.seed : std::random_device{}();
-  aft_sampler* raw_sampler = nullptr;
-  check(aft_sampler_create(&sampler_params, &raw_sampler), "creating the sampler");
-  const cli::Sampler sampler(raw_sampler);
+  const uint64_t seed = options.seed ? *options.seed : std::random_device{}();
+  const cli::Sampler sampler = create_sampler(options, seed, info.vocab_size);
+  // The prompt counts among the recent tokens the penalties look at, as in llama.cpp.
+  for (int32_t token : tokens)
+    check(aft_sampler_accept(sampler.get(), token), "recording the prompt");
 
   std::fprintf(stderr,
                "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, seed %llu\n",
                info.mixer, info.n_layers, info.d_model, static_cast<long long>(info.n_parameters),
-               aft_kernel_isa(), static_cast<unsigned long long>(sampler_params.seed));
+               aft_kernel_isa(), static_cast<unsigned long long>(seed));
 
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);

@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 namespace aft::cli {
@@ -30,6 +32,32 @@ float parse_float(const std::string& flag, const std::string& text, float min, f
     throw UsageError(flag + ": expected a number in " + range.str() + ", found \"" + text + "\"");
   }
   return value;
+}
+
+aft_logit_bias parse_logit_bias(const std::string& flag, const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError(flag + ": expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15+1, 15-inf), " +
+                      why + ", found \"" + text + "\"");
+  };
+  const std::size_t sign = text.find_first_of("+-");
+  if (sign == 0 || sign == std::string::npos || text.find_first_not_of("0123456789") != sign) {
+    throw bad("the token id in decimal digits then the sign");
+  }
+  errno = 0;
+  const long long token = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || token > std::numeric_limits<int32_t>::max()) {
+    throw bad("a token id up to " + std::to_string(std::numeric_limits<int32_t>::max()));
+  }
+  const std::string magnitude = text.substr(sign + 1);
+  char* end = nullptr;
+  errno = 0;
+  const float value = std::strtof(magnitude.c_str(), &end);
+  const float bias = text[sign] == '-' ? -value : value;
+  if (magnitude.empty() || *end != '\0' || errno == ERANGE || std::isnan(bias)) {
+    throw bad("a number for the bias");
+  }
+  if (bias == INFINITY) throw bad("a bias below +inf (a large number forces a token)");
+  return aft_logit_bias{static_cast<int32_t>(token), bias};
 }
 
 }  // namespace aft::cli

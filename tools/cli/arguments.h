@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "aft.h"
+
 namespace aft::cli {
 
 // Bad usage: the tools print it with their usage text and exit with status 2.
@@ -16,6 +18,8 @@ struct UsageError : std::runtime_error {
 long long parse_integer(const std::string& flag, const std::string& text, long long min,
                         long long max);
 float parse_float(const std::string& flag, const std::string& text, float min, float max);
+// llama.cpp's TOKEN_ID+BIAS or TOKEN_ID-BIAS ("15+1", "15-inf": a ban); +inf is refused.
+aft_logit_bias parse_logit_bias(const std::string& flag, const std::string& text);
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
