@@ -56,8 +56,8 @@ void Session::save_state(void* out, std::size_t capacity) const {
 
 void Session::load_state(const void* data, std::size_t size) {
   const int64_t limit = model_.config().max_positions();
-  state_ = read_state_blob(data, size, model_.file().fingerprint(), model_.initial_state(),
-                           limit > 0 ? limit : std::numeric_limits<int64_t>::max());
+  read_state_blob(data, size, model_.file().fingerprint(),
+                  limit > 0 ? limit : std::numeric_limits<int64_t>::max(), state_);
 }
 
 std::unique_ptr<Session> Session::fork() const {

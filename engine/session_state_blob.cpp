@@ -1,11 +1,12 @@
 #include "session_state_blob.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "crc32.h"
 #include "error.h"
+#include "state_checksum.h"
 
 namespace aft {
 namespace {
@@ -13,15 +14,24 @@ namespace {
 // Layout, little-endian (as the model file): magic, u32 version, u32 model fingerprint, i64
 // position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then floats: m, a,
 // b, frame (d each), keys, values, scaled keys (rows x blocks x 64 each, channel_blocked_rows.h);
-// last a u32 CRC-32 of every byte before it.
+// last a u64 state_checksum of every byte before it.
 constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4;
 constexpr std::size_t kLayerHeaderBytes = 8 + 8;
 
+// A layer's floats: the sums and frame (d each), and three arrays of rows by channel blocks.
+std::size_t layer_floats(std::size_t d, std::size_t rows) {
+  return 4 * d + 3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock;
+}
+
 std::size_t layer_bytes(const MixerState& layer) {
-  const std::size_t floats =
-      4 * layer.m.size() + layer.keys.floats() + layer.values.floats() + layer.scaled_keys.floats();
-  return kLayerHeaderBytes + floats * sizeof(float);
+  return kLayerHeaderBytes + layer_floats(layer.m.size(), layer.keys.rows()) * sizeof(float);
+}
+
+// Copies n floats from bytes at `from` (any alignment); returns where the next ones start.
+const unsigned char* copy_floats(const unsigned char* from, float* to, std::size_t n) {
+  if (n > 0) std::memcpy(to, from, n * sizeof(float));  // to may be null (an empty array)
+  return from + n * sizeof(float);
 }
 
 class Writer {
@@ -48,13 +58,9 @@ class Reader {
  public:
   Reader(const unsigned char* data, std::size_t size) : data_(data), size_(size) {}
   void bytes(void* out, std::size_t n) {
-    if (n > size_ - at_) {
-      fail("truncated: " + std::to_string(size_) + " bytes, more expected at offset " +
-           std::to_string(at_));
-    }
-    if (n == 0) return;  // out may be null (an empty array)
-    std::memcpy(out, data_ + at_, n);
-    at_ += n;
+    const std::size_t from = at_;
+    skip(n);
+    std::memcpy(out, data_ + from, n);
   }
   template <class T>
   T value() {
@@ -62,7 +68,13 @@ class Reader {
     bytes(&v, sizeof(v));
     return v;
   }
-  void floats(float* out, std::size_t n) { bytes(out, n * sizeof(float)); }
+  void skip(std::size_t n) {
+    if (n > size_ - at_) {
+      fail("truncated: " + std::to_string(size_) + " bytes, more expected at offset " +
+           std::to_string(at_));
+    }
+    at_ += n;
+  }
   std::size_t at() const { return at_; }
 
   [[noreturn]] static void fail(const std::string& what) {
@@ -78,7 +90,7 @@ class Reader {
 }  // namespace
 
 std::size_t state_blob_size(const SessionState& state) {
-  std::size_t size = kHeaderBytes + sizeof(uint32_t);
+  std::size_t size = kHeaderBytes + sizeof(uint64_t);
   for (const MixerState& layer : state.layers) size += layer_bytes(layer);
   return size;
 }
@@ -102,11 +114,11 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
     w.floats(layer.values.data(), layer.values.floats());
     w.floats(layer.scaled_keys.data(), layer.scaled_keys.floats());
   }
-  w.value<uint32_t>(crc32(out, w.at()));
+  w.value<uint64_t>(state_checksum(out, w.at()));
 }
 
-SessionState read_state_blob(const void* data, std::size_t size, uint32_t model_fingerprint,
-                             const SessionState& initial, int64_t max_position) {
+void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerprint,
+                     int64_t max_position, SessionState& state) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   Reader r(bytes, size);
   char magic[sizeof(kMagic)];
@@ -122,54 +134,73 @@ SessionState read_state_blob(const void* data, std::size_t size, uint32_t model_
     Reader::fail("saved from another model (fingerprint " + std::to_string(fingerprint) +
                  ", this model's is " + std::to_string(model_fingerprint) + ")");
   }
-  SessionState state = initial;
-  state.position = r.value<int64_t>();
-  if (state.position < 0 || state.position > max_position) {
-    Reader::fail("position " + std::to_string(state.position) + " outside [0, " +
+  const auto position = r.value<int64_t>();
+  if (position < 0 || position > max_position) {
+    Reader::fail("position " + std::to_string(position) + " outside [0, " +
                  std::to_string(max_position) + "]");
   }
   const auto layers = r.value<uint32_t>();
   const auto width = r.value<uint32_t>();
-  const std::size_t d = initial.layers.empty() ? 0 : initial.layers[0].m.size();
-  if (layers != initial.layers.size() || width != d) {
+  const std::size_t d = state.layers.empty() ? 0 : state.layers[0].m.size();
+  if (layers != state.layers.size() || width != d) {
     Reader::fail(std::to_string(layers) + " layers x " + std::to_string(width) +
-                 " channels (the model has " + std::to_string(initial.layers.size()) + " x " +
+                 " channels (the model has " + std::to_string(state.layers.size()) + " x " +
                  std::to_string(d) + ")");
   }
+  // First every field and the checksum, the session untouched; then the copy into its arrays.
+  struct LayerPlace {
+    std::size_t rows;
+    bool frame_valid;
+    const unsigned char* floats;
+  };
+  std::vector<LayerPlace> places;
   for (std::size_t i = 0; i < state.layers.size(); ++i) {
-    MixerState& layer = state.layers[i];
+    const MixerState& layer = state.layers[i];
     const auto rows = r.value<uint64_t>();
     const auto frame_valid = r.value<uint64_t>();
     // The engine keeps the rows every position so far needs, at most the ring's capacity.
     const std::size_t needed =
-        std::min<std::size_t>(layer.capacity, static_cast<std::size_t>(state.position));
+        std::min<std::size_t>(layer.capacity, static_cast<std::size_t>(position));
     if (rows > layer.capacity || rows < needed || frame_valid > 1) {
       Reader::fail("layer " + std::to_string(i) + ": " + std::to_string(rows) +
-                   " key rows at position " + std::to_string(state.position) + " (expected " +
+                   " key rows at position " + std::to_string(position) + " (expected " +
                    std::to_string(needed) + " to " + std::to_string(layer.capacity) +
                    "), frame flag " + std::to_string(frame_valid));
     }
-    layer.frame_valid = frame_valid == 1;
-    r.floats(layer.m.data(), d);
-    r.floats(layer.a.data(), d);
-    r.floats(layer.b.data(), d);
-    r.floats(layer.frame.data(), d);
-    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      rows_of->resize(static_cast<std::size_t>(rows), d);
-      r.floats(rows_of->data(), rows_of->floats());
-    }
+    places.push_back({static_cast<std::size_t>(rows), frame_valid == 1, bytes + r.at()});
+    r.skip(layer_floats(d, static_cast<std::size_t>(rows)) * sizeof(float));
   }
   const std::size_t checked = r.at();
-  const auto stored = r.value<uint32_t>();
+  const auto stored = r.value<uint64_t>();
   if (r.at() != size) {
     Reader::fail(std::to_string(size) + " bytes, " + std::to_string(r.at()) + " expected");
   }
-  const uint32_t actual = crc32(bytes, checked);
+  const uint64_t actual = state_checksum(bytes, checked);
   if (stored != actual) {
     Reader::fail("checksum mismatch (stored " + std::to_string(stored) + ", computed " +
                  std::to_string(actual) + "): the bytes were changed");
   }
-  return state;
+
+  // Allocation first (only AFT-full's rows change in number), so that no copy is left half done.
+  for (std::size_t i = 0; i < state.layers.size(); ++i) {
+    MixerState& layer = state.layers[i];
+    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+      if (rows_of->rows() != places[i].rows) rows_of->resize(places[i].rows, d);
+    }
+  }
+  state.position = position;
+  for (std::size_t i = 0; i < state.layers.size(); ++i) {
+    MixerState& layer = state.layers[i];
+    layer.frame_valid = places[i].frame_valid;
+    layer.reframe_pending = false;
+    const unsigned char* from = places[i].floats;
+    for (AlignedFloats* sums : {&layer.m, &layer.a, &layer.b, &layer.frame}) {
+      from = copy_floats(from, sums->data(), d);
+    }
+    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+      from = copy_floats(from, rows_of->data(), rows_of->floats());
+    }
+  }
 }
 
 }  // namespace aft
