@@ -197,13 +197,13 @@ aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t 
                             aft_logits_mode mode, float* logits);
 
 /* Advances n_sessions sessions of one model by one token each (tokens[i] to sessions[i]) in a
- * single pass that reads every weight once for all of them: decoding N sequences costs little more
- * than one while the weights dominate. logits: with AFT_LOGITS_LAST or AFT_LOGITS_ALL (the same
- * here), n_sessions x vocab_size floats, row i for sessions[i]; may be NULL with AFT_LOGITS_NONE.
- * Each session's logits and state are bit-identical to aft_session_eval(sessions[i], &tokens[i],
- * 1, ...). The sessions must be distinct and of one model; the pass uses sessions[0]'s thread
- * count. On any error (a NULL or repeated session, a token or position out of range anywhere) no
- * session changes. */
+ * single pass that reads every weight once for all of them: N sequences decode in far less than N
+ * times the time of one (docs/benchmarks.md). logits: with AFT_LOGITS_LAST or AFT_LOGITS_ALL (the
+ * same here), n_sessions x vocab_size floats, row i for sessions[i]; may be NULL with
+ * AFT_LOGITS_NONE. Each session's logits and state are bit-identical to
+ * aft_session_eval(sessions[i], &tokens[i], 1, ...). The sessions must be distinct and of one
+ * model; the pass uses sessions[0]'s thread count. On any error (a NULL or repeated session, a
+ * token or position out of range anywhere) no session changes. */
 aft_status aft_batch_decode(aft_session* const* sessions, const int32_t* tokens, size_t n_sessions,
                             aft_logits_mode mode, float* logits);
 
@@ -230,8 +230,8 @@ aft_status aft_session_state_save(const aft_session* session, void* buffer, size
 aft_status aft_session_state_load(aft_session* session, const void* buffer, size_t size);
 
 /* A new session on the same model and thread count at the same point of the same sequence:
- * continuing either gives the tokens and logits the original would. Free it with
- * aft_session_free. */
+ * continuing either gives the tokens and logits the original would. The abort callback is not
+ * copied. Free it with aft_session_free. */
 aft_status aft_session_fork(const aft_session* session, aft_session** fork);
 
 /* ---- Sampling ------------------------------------------------------------------------------- */
