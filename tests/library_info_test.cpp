@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api_handles.h"
@@ -19,7 +20,7 @@ TEST(LibraryInfo, VersionsMatchTheHeaderAndTheFormats) {
                                      std::to_string(AFT_VERSION_MINOR) + "." +
                                      std::to_string(AFT_VERSION_PATCH);
   EXPECT_EQ(aft_version(), header_version);
-  EXPECT_EQ(aft_model_file_version(), 1u);  // docs/format.md
+  EXPECT_EQ(aft_model_file_version(), 1u);     // docs/format.md
   EXPECT_EQ(aft_session_state_version(), 2u);  // docs/format.md, "Session state"
 }
 
@@ -96,6 +97,36 @@ TEST_F(TinyModelTest, ThreadCountIsCheckedAndChangeable) {
   const std::vector<float> want = eval_chunks(model.get(), tokens, {20}, 1);
   EXPECT_EQ(eval_chunks(model.get(), tokens, {20}, 0), want);
   EXPECT_EQ(eval_chunks(model.get(), tokens, {20}, 64), want);
+}
+
+// Sessions of one model evaluated on four application threads at once, with automatic thread
+// counts (the cores shared among the calls computing) and with fixed ones: each gets the bits it
+// gets alone.
+TEST_F(TinyModelTest, SessionsOnSeveralThreadsAtOnceGetTheBitsOfOne) {
+  nlohmann::json config = tiny_config("local");
+  config["d_model"] = 80;
+  write_random_model(file_.path(), config);
+  ModelHandle model = load_model(file_.path());
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<float>> want;
+  for (uint32_t i = 0; i < 4; ++i) {
+    prompts.push_back(token_sequence(60, 256, 40 + i));
+    want.push_back(eval_chunks(model.get(), prompts.back(), {50, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  }
+  for (int n_threads : {0, 2}) {
+    std::vector<std::vector<float>> got(4);
+    std::vector<std::thread> workers;
+    for (std::size_t i = 0; i < 4; ++i) {
+      workers.emplace_back([&, i] {
+        got[i] =
+            eval_chunks(model.get(), prompts[i], {50, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, n_threads);
+      });
+    }
+    for (std::thread& worker : workers) worker.join();
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(got[i], want[i]) << "session " << i << ", n_threads " << n_threads;
+    }
+  }
 }
 
 struct AbortCounter {
