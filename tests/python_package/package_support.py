@@ -28,6 +28,3 @@ def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
     logits = np.fromfile(FIXTURES_DIR / expected["logits_file"], dtype="<f4")
     return FIXTURES_DIR / expected["model"], expected["tokens"], logits.reshape(expected["logits_shape"])
 
-
-def library_has(function: str) -> bool:
-    return aft.has(function)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from package_support import (FIXTURE_NAMES, REPO_DIR, SHIPPED_MODEL, aft, fixture,
-                             library_has)
+from package_support import FIXTURE_NAMES, REPO_DIR, SHIPPED_MODEL, aft, fixture
 from aft import _library
 
 
@@ -45,7 +44,6 @@ class ModelInfoTest(unittest.TestCase):
                 error = np.abs(logits.astype(np.float64) - reference).max(axis=1) / scale
                 self.assertLess(error.max(), 1e-4)
 
-    @unittest.skipUnless(library_has("aft_model_metadata_count"), "library without metadata")
     def test_metadata(self):
         with aft.Model(SHIPPED_MODEL) as model:
             metadata = model.metadata

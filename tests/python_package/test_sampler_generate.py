@@ -7,7 +7,7 @@ import unittest
 
 import numpy as np
 
-from package_support import SHIPPED_MODEL, aft, fixture, library_has
+from package_support import SHIPPED_MODEL, aft, fixture
 
 LOGITS = np.array([0.5, 3.0, -1.0, 2.5, 0.0], dtype=np.float32)
 
@@ -42,7 +42,6 @@ class SamplerTest(unittest.TestCase):
             sampler.sample(LOGITS)
         self.assertEqual(caught.exception.message, "the sampler is closed")
 
-    @unittest.skipUnless(library_has("aft_sampler_reset"), "library without aft_sampler_reset")
     def test_reset_restarts_the_generator(self):
         sampler = aft.Sampler(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=5)
         first = [sampler.sample(LOGITS) for _ in range(20)]
@@ -50,7 +49,6 @@ class SamplerTest(unittest.TestCase):
         self.assertEqual([sampler.sample(LOGITS) for _ in range(20)], first)
 
     # The library that has aft_sampler_accept also applies logit bias and penalties.
-    @unittest.skipUnless(library_has("aft_sampler_accept"), "library without the full chain")
     def test_logit_bias_and_penalties(self):
         banned = aft.Sampler(temperature=0, logit_bias={1: -math.inf, 3: -0.1})
         self.assertEqual(banned.sample(LOGITS), 3)
@@ -92,9 +90,8 @@ class GenerateTest(unittest.TestCase):
                 return aft.Sampler(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=4)
             pieces = list(aft.generate(model, "é", 50, sampler()))
             manual, draw = aft.Session(model), sampler()
-            if library_has("aft_sampler_accept"):
-                for token in model.tokenize("é"):
-                    draw.accept(token)
+            for token in model.tokenize("é"):
+                draw.accept(token)
             logits = manual.eval(model.tokenize("é"))
             tokens = []
             for _ in range(50):
