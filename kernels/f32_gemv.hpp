@@ -15,7 +15,7 @@ namespace aft::kernels::simd {
 
 // Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
 template <class A, std::size_t R, std::size_t V>
-inline void gemv_block_f32(std::size_t cols, const float* w, const float* x, std::size_t x_stride,
+[[gnu::always_inline]] inline void gemv_block_f32(std::size_t cols, const float* w, const float* x, std::size_t x_stride,
                            const float* bias, float* y, std::size_t y_stride) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
@@ -49,13 +49,19 @@ inline void gemv_block_f32(std::size_t cols, const float* w, const float* x, std
       }
     }
   }
+  // The reductions first, in a loop nest the compiler unrolls whole, so that s and t stay in
+  // registers; then the scalar tail, whose variable trip count would keep the nest rolled.
+  float d[R][V];
+  for (std::size_t i = 0; i < R; ++i) {
+    for (std::size_t j = 0; j < V; ++j) d[i][j] = xsimd::hadd(s[i][j] + t[i][j]);
+  }
   for (std::size_t i = 0; i < R; ++i) {
     const float* row = w + i * cols;
     for (std::size_t j = 0; j < V; ++j) {
       const float* xj = x + j * x_stride;
-      float d = xsimd::hadd(s[i][j] + t[i][j]);
-      for (std::size_t e = c; e < cols; ++e) d += row[e] * xj[e];
-      y[j * y_stride + i] = bias ? d + bias[i] : d;
+      float sum = d[i][j];
+      for (std::size_t e = c; e < cols; ++e) sum += row[e] * xj[e];
+      y[j * y_stride + i] = bias ? sum + bias[i] : sum;
     }
   }
 }
