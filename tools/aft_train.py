@@ -5,14 +5,18 @@
     /usr/bin/python3 tools/aft_train.py --data-dir build-data/brown --out-dir build-data/run \\
         --time-budget 720 --export models/shipped/brown-local-tiny.aft
 
-The data directory holds train.txt and valid.txt (UTF-8). The vocabulary is the sorted set of
-their characters. Training: random windows of max_seq_len + 1 characters, AdamW, linear warm-up
+The data directory holds train.txt and valid.txt (UTF-8), and may hold test.txt (held out: the
+trainer never reads it but for its characters). The vocabulary is the sorted set of their
+characters. Training: random windows of max_seq_len + 1 characters, AdamW, linear warm-up
 then cosine decay of the learning rate over the run (measured in steps with --max-steps, else in
 wall time with --time-budget), gradient clipping. Validation: bits per character over all of
 valid.txt, cut into consecutive windows of max_seq_len characters (each window starts without
 context). A progress line is drawn only when stderr is a terminal; otherwise the run prints
-only its eval lines and summary. The checkpoint ({"config", "model", "tokenizer", "metadata"})
-is what tools/aft_export.py --checkpoint reads.
+only its eval lines and summary. The checkpoint ({"config", "model", "tokenizer", "metadata"},
+and "resume": the optimizer, random generators, step and time) is what tools/aft_export.py
+--checkpoint reads; it is written at every eval and at the end, and --resume continues from it.
+With --max-steps, a run is deterministic for a seed (one thread): the same steps give the same
+weights, interrupted and resumed or not.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ LN2 = math.log(2.0)
 def load_corpus(data_dir: Path) -> tuple[list[str], torch.Tensor, torch.Tensor]:
     train_text = (data_dir / "train.txt").read_text(encoding="utf-8")
     valid_text = (data_dir / "valid.txt").read_text(encoding="utf-8")
-    vocab = sorted(set(train_text) | set(valid_text))
+    test_path = data_dir / "test.txt"
+    test_chars = set(test_path.read_text(encoding="utf-8")) if test_path.exists() else set()
+    vocab = sorted(set(train_text) | set(valid_text) | test_chars)
     index = {ch: i for i, ch in enumerate(vocab)}
 
     def encode(text: str) -> torch.Tensor:
@@ -152,6 +158,8 @@ def main(argv=None) -> int:
     train_args.add_argument("--eval-windows", type=int, default=128, help="windows in a quick eval")
     train_args.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     train_args.add_argument("--seed", type=int, default=0)
+    train_args.add_argument("--resume", action="store_true",
+                            help="continue from --out-dir's checkpoint.pt (same arguments)")
     args = parser.parse_args(argv)
     if not args.max_steps and not args.time_budget:
         parser.error("give --max-steps or --time-budget (or both)")
@@ -166,7 +174,7 @@ def main(argv=None) -> int:
     generator = torch.Generator().manual_seed(args.seed)
     length = config["max_seq_len"]
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    log = (args.out_dir / "train.log").open("w", encoding="utf-8")
+    log = (args.out_dir / "train.log").open("a" if args.resume else "w", encoding="utf-8")
     interactive = sys.stderr.isatty()
     n_params = sum(p.numel() for p in model.parameters())
 
@@ -177,40 +185,70 @@ def main(argv=None) -> int:
     report(f"model {json.dumps(config)}; {n_params:,} parameters; train {len(train_data):,} chars, "
            f"valid {len(valid_data):,} chars, vocab {len(vocab)}")
 
-    def save(metadata: dict) -> None:
-        torch.save({"config": config, "model": model.state_dict(), "tokenizer": tokenizer,
-                    "metadata": metadata}, args.out_dir / "checkpoint.pt")
-
     start = time.monotonic()
     step, smoothed = 0, None
-    while True:
-        elapsed = time.monotonic() - start
-        progress = max(step / args.max_steps if args.max_steps else 0.0,
-                       elapsed / args.time_budget if args.time_budget else 0.0)
-        if progress >= 1.0:
-            break
-        lr = learning_rate(progress, step, args)
-        for group in optimizer.param_groups:
-            group["lr"] = lr * group["lr_mult"]
-        inputs, targets = random_batch(train_data, args.batch_size, length, generator)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        optimizer.step()
-        step += 1
-        bits = float(loss) / LN2
-        smoothed = bits if smoothed is None else 0.98 * smoothed + 0.02 * bits
-        if interactive:
-            print(f"\r\033[Kstep {step} | {100 * progress:5.1f}% | train {smoothed:.3f} bits/char | "
-                  f"lr {lr:.2e} | {(time.monotonic() - start) / step:.2f} s/step",
-                  end="", file=sys.stderr, flush=True)
-        if step % args.eval_interval == 0:
-            quick = bits_per_char(model, valid_data, length, 32, args.eval_windows)
-            report(f"step {step}: {time.monotonic() - start:.0f} s, train {smoothed:.3f}, "
-                   f"valid (first {args.eval_windows} windows) {quick:.3f} bits/char")
-            save({"steps": step, "partial": True})
+
+    def save(metadata: dict) -> None:
+        resume = {"step": step, "smoothed": smoothed, "seconds": time.monotonic() - start,
+                  "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
+                  "torch_rng": torch.get_rng_state()}
+        path = args.out_dir / "checkpoint.pt"
+        torch.save({"config": config, "model": model.state_dict(), "tokenizer": tokenizer,
+                    "metadata": metadata, "resume": resume}, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)  # never a half-written checkpoint
+
+    if args.resume:
+        checkpoint = torch.load(args.out_dir / "checkpoint.pt", map_location="cpu")
+        if checkpoint["config"] != config or checkpoint["tokenizer"] != tokenizer:
+            raise SystemExit(f"aft_train: {args.out_dir / 'checkpoint.pt'} has another config or "
+                             "vocabulary than these arguments and data")
+        model.load_state_dict(checkpoint["model"])
+        state = checkpoint["resume"]
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        step, smoothed = state["step"], state["smoothed"]
+        start -= state["seconds"]
+        report(f"resumed at step {step} ({state['seconds']:.0f} s)")
+
+    def train_steps() -> None:
+        nonlocal step, smoothed
+        while True:
+            elapsed = time.monotonic() - start
+            progress = max(step / args.max_steps if args.max_steps else 0.0,
+                           elapsed / args.time_budget if args.time_budget else 0.0)
+            if progress >= 1.0:
+                break
+            lr = learning_rate(progress, step, args)
+            for group in optimizer.param_groups:
+                group["lr"] = lr * group["lr_mult"]
+            inputs, targets = random_batch(train_data, args.batch_size, length, generator)
+            logits = model(inputs)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+            optimizer.step()
+            step += 1
+            bits = float(loss) / LN2
+            smoothed = bits if smoothed is None else 0.98 * smoothed + 0.02 * bits
+            if interactive:
+                print(f"\r\033[Kstep {step} | {100 * progress:5.1f}% | train {smoothed:.3f} bits/char | "
+                      f"lr {lr:.2e} | {(time.monotonic() - start) / step:.2f} s/step",
+                      end="", file=sys.stderr, flush=True)
+            if step % args.eval_interval == 0:
+                quick = bits_per_char(model, valid_data, length, 32, args.eval_windows)
+                report(f"step {step}: {time.monotonic() - start:.0f} s, train {smoothed:.3f}, "
+                       f"valid (first {args.eval_windows} windows) {quick:.3f} bits/char")
+                save({"steps": step, "partial": True})
+
+    try:
+        train_steps()
+    except KeyboardInterrupt:  # maybe inside a step: the last eval's checkpoint is the whole one
+        report(f"interrupted at step {step}; --resume continues from the last checkpoint "
+               f"(step {step // args.eval_interval * args.eval_interval})")
+        log.close()
+        return 130
 
     train_seconds = time.monotonic() - start
     valid_bpc = bits_per_char(model, valid_data, length, 32)
@@ -228,6 +266,7 @@ def main(argv=None) -> int:
         size = aft_export.write_model(args.export, config, model.state_dict(), tokenizer,
                                       {"source": "tools/aft_train.py", **metadata})
         report(aft_export.summary(args.export, config, size, model.state_dict()))
+    log.close()
     return 0
 
 

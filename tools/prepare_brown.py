@@ -11,8 +11,10 @@ Reads the tarball (or an unpacked package directory), strips the part-of-speech 
 (`word/tag` -> `word`), undoes the tokenization (`` '' -> ", punctuation attached to its word)
 and writes one sentence per line, documents separated by a blank line:
 
-    build-data/brown/train.txt   every document but every 20th
-    build-data/brown/valid.txt   every 20th document (in file-name order): 25 of 500
+    build-data/brown/train.txt   the other 450 documents
+    build-data/brown/valid.txt   every 20th document (in file-name order, the 20th, 40th, ...): 25
+    build-data/brown/test.txt    every 20th from the 10th (10th, 30th, ...): 25, held out, never
+                                 used for training or model selection (docs/models.md)
 
 (build-data/ is ignored by git.)
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 REPO_DIR = Path(__file__).resolve().parent.parent
 DOCUMENT_NAME = re.compile(r"^c[a-r]\d\d$")   # ca01 .. cr09
 VALID_EVERY = 20
+TEST_OFFSET = 9  # the 10th document of every 20: as far as can be from the validation ones
 
 ATTACH_LEFT = {".", ",", ";", ":", "?", "!", ")", "]", "''", "'"}
 ATTACH_RIGHT = {"(", "[", "``"}
@@ -88,11 +91,12 @@ def main() -> int:
     args = parser.parse_args()
 
     documents = read_documents(args.source)
-    train, valid = [], []
+    train, valid, test = [], [], []
     for index, (_name, raw) in enumerate(documents):
-        (valid if index % VALID_EVERY == VALID_EVERY - 1 else train).append(document_text(raw))
+        split = {VALID_EVERY - 1: valid, TEST_OFFSET: test}.get(index % VALID_EVERY, train)
+        split.append(document_text(raw))
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, docs in (("train.txt", train), ("valid.txt", valid)):
+    for name, docs in (("train.txt", train), ("valid.txt", valid), ("test.txt", test)):
         text = "\n\n".join(docs) + "\n"
         (args.out_dir / name).write_text(text, encoding="utf-8")
         print(f"{args.out_dir / name}: {len(docs)} documents, {len(text):,} characters, "
