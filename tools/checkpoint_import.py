@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 
 TOOLS_DIR = Path(__file__).resolve().parent
 if str(TOOLS_DIR) not in sys.path:
@@ -121,9 +120,13 @@ def _count_layers(source: Source, state_dict: dict) -> int:
     return max(indices) + 1  # a layer missing in between shows up as its missing keys
 
 
+def _resolve_shape(shape: tuple, dims: dict) -> tuple:
+    return tuple(dims.get(dim, dim) for dim in shape)
+
+
 def _check_shape(source: Source, key: str, tensor, expected: tuple, dims: dict) -> None:
     found = tuple(tensor.shape)
-    resolved = tuple(dims.get(dim, dim) for dim in expected)
+    resolved = _resolve_shape(expected, dims)
     if len(found) != len(resolved) or any(want != "*" and want != got
                                           for want, got in zip(resolved, found)):
         raise ImportRefused(f"{source.name}: key \"{key}\": expected shape {_shape_text(resolved)}, "
@@ -158,7 +161,7 @@ def convert(source: Source, state_dict: dict, vocab: list[str], **config_overrid
             key = name(rule.key)
             if key not in state_dict:
                 raise ImportRefused(f"{source.name}: missing key \"{key}\" "
-                                    f"(expected shape {_shape_text(rule.shape)})")
+                                    f"(expected shape {_shape_text(_resolve_shape(rule.shape, dims))})")
             _check_shape(source, key, state_dict[key], rule.shape, dims)
             tensors[rule.key] = state_dict[key]
             seen.add(key)
