@@ -1,8 +1,6 @@
 // aft-bench: prefill and decode speed of a model, next to the machine's limits measured in the
 // same run (llama-bench's conventions; see docs/benchmarks.md). The report goes to stdout; a
 // progress line to stderr when it is a terminal. Exit codes: 0 success, 1 an error, 2 bad usage.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -17,29 +15,12 @@
 #include "tools/bench/probes.h"
 #include "tools/bench/report.h"
 #include "tools/bench/runner.h"
+#include "tools/cli/progress.h"
 
 namespace aft::bench {
 namespace {
 
 constexpr int kProbeRuns = 5;  // best of: the limit is what the machine can do, not its average
-
-// One line on stderr, rewritten in place; silent when stderr is not a terminal (logs, CI).
-class Progress {
- public:
-  Progress() : enabled_(isatty(STDERR_FILENO) != 0) {}
-  ~Progress() { clear(); }
-  void show(const std::string& text) {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r\033[Kaft-bench: %s", text.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (enabled_) std::fprintf(stderr, "\r\033[K");
-  }
-
- private:
-  bool enabled_;
-};
 
 std::string compiler() {
 #if defined(__clang__)
@@ -90,7 +71,7 @@ MeasuredLimits::Sample measure_limits(const Probes& probes, int threads) {
 }
 
 int run(const Options& o) {
-  Progress progress;
+  cli::Progress progress("aft-bench");
   progress.show("loading " + o.model);
   const BenchModel model(o.model);
   const aft_model_info& info = model.info();
