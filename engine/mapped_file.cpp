@@ -38,7 +38,9 @@ class FileDescriptor {
 MappedFile MappedFile::open(const std::string& path) {
   int raw_fd;
   do {
-    raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO would otherwise block here until a writer came, before the check below
+    // could refuse it; it changes nothing for a regular file.
+    raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (raw_fd < 0 && errno == EINTR);
   if (raw_fd < 0) throw Error(AFT_ERR_IO, path + ": cannot open: " + reason(errno));
   const FileDescriptor fd(raw_fd);

@@ -185,6 +185,38 @@ TEST_F(AftRun, HelpExitsWithZero) {
   }
 }
 
+// Output that cannot be written stops the run with an error: a full disk, and a reader gone while
+// SIGPIPE is ignored (which would otherwise let it generate every token into the void).
+TEST_F(AftRun, OutputErrorsExitWithOne) {
+  const Result full = run(model() + " -p abc -n 100 > /dev/full");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_NE(full.err.find("writing the output: No space left on device"), std::string::npos)
+      << full.err;
+
+  // AFT-simple has no position limit: without the error it would write all 10^6 tokens.
+  TempFile unlimited("simple");
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 4;
+  write_model_file(unlimited.path(), config, char_tokenizer({"a", "b", "c", " "}),
+                   random_tensors(config, 5, 0.5f));
+  const std::string pipeline = "trap '' PIPE; " + quote(AFT_RUN_PATH) + " " +
+                               quote(unlimited.path()) +
+                               " -p abc -n 1000000 --temp 0 | head -c 10 > /dev/null; "
+                               "exit ${PIPESTATUS[0]}";
+  const Result closed = run_command("bash", "-c " + quote(pipeline));
+  EXPECT_EQ(closed.exit_code, 1);
+  EXPECT_NE(closed.err.find("writing the output"), std::string::npos) << closed.err;
+  EXPECT_EQ(closed.err.find("generated 1000000"), std::string::npos) << closed.err;
+}
+
+// A prompt past the model's positions is refused before anything is printed.
+TEST_F(AftRun, ARefusedPromptIsNotEchoed) {
+  const Result r = run(model() + " -p " + quote(std::string(100, 'a')));  // max_seq_len 64
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("position"), std::string::npos) << r.err;
+}
+
 TEST_F(AftRun, RuntimeErrorsExitWithOneAndSayWhy) {
   const Result missing = run("no-such-model.aft -p a");
   EXPECT_EQ(missing.exit_code, 1);

@@ -1,5 +1,7 @@
 // The model file container: a valid file loads in place; each kind of malformed file is refused
 // with AFT_ERR_FORMAT (AFT_ERR_IO for open failures) and a message naming the path and the problem.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -242,6 +244,19 @@ TEST_F(ModelFileTest, ChecksumsCanBeSkipped) {
 
 TEST_F(ModelFileTest, MissingFileIsAnIoError) {
   expect_error(AFT_ERR_IO, {"cannot open", "No such file"});
+}
+
+// A FIFO is refused at once: opening it must not wait for a writer that never comes.
+TEST(ModelFile, FifoIsAnIoErrorWithoutWaiting) {
+  TempFile fifo("fifo");
+  ASSERT_EQ(::mkfifo(fifo.path().c_str(), 0600), 0);
+  try {
+    aft::ModelFile::open(fifo.path(), true);
+    ADD_FAILURE() << "a FIFO opened";
+  } catch (const aft::Error& e) {
+    EXPECT_EQ(e.status(), AFT_ERR_IO);
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ModelFile, DirectoryIsAnIoError) {

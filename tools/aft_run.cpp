@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -151,12 +152,19 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// Text to stdout, now: a full disk or a closed pipe (with SIGPIPE ignored) stops the run with an
+// error instead of generating into the void.
+void write_out(const char* text, size_t length) {
+  if (std::fwrite(text, 1, length, stdout) != length || std::fflush(stdout) != 0) {
+    throw std::runtime_error(std::string("writing the output: ") + std::strerror(errno));
+  }
+}
+
 void print_token(const aft_model* model, int32_t token) {
   char piece[8];
   size_t length = 0;
   check(aft_token_to_text(model, token, piece, sizeof(piece), &length), "decoding a token");
-  std::fwrite(piece, 1, length, stdout);
-  std::fflush(stdout);
+  write_out(piece, length);
 }
 
 // The sequence's state (what aft_session_state_save writes) and a save + restore round trip.
@@ -229,15 +237,14 @@ int run(const Options& options) {
                info.mixer, info.n_layers, info.d_model, static_cast<long long>(info.n_parameters),
                aft_kernel_isa(), static_cast<unsigned long long>(seed));
 
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  std::fflush(stdout);
-
   std::vector<float> logits(static_cast<size_t>(info.vocab_size));
   const auto prefill_start = Clock::now();
   check(
       aft_session_eval(session.get(), tokens.data(), tokens.size(), AFT_LOGITS_LAST, logits.data()),
       "evaluating the prompt");
   const double prefill_ms = ms_since(prefill_start);
+  // Echoed once evaluated: a prompt the model refuses (past its positions) is not printed first.
+  write_out(prompt.data(), prompt.size());
 
   long long generated = 0;
   double decode_ms = 0.0;
@@ -256,8 +263,7 @@ int run(const Options& options) {
     check(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, logits.data()), "generating");
     decode_ms += ms_since(step_start);
   }
-  std::printf("\n");
-  std::fflush(stdout);  // the text ends before the summary starts on a shared terminal
+  write_out("\n", 1);  // flushed: the text ends before the summary starts on a shared terminal
 
   const long long decoded = generated > 0 ? generated - 1 : 0;
   std::fprintf(stderr,
