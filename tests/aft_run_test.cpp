@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -67,7 +68,7 @@ TEST_F(AftRun, UsageErrorsExitWithTwo) {
   for (const std::string& args :
        {std::string(""), model(), model() + " -p a --temp abc", model() + " -p a -n -3",
         model() + " -p a --top-p 2", model() + " -p a --bogus", model() + " -p a -t",
-        model() + " -p a -f x"}) {
+        model() + " -p a -f x", model() + " -p a -s ' 5'", model() + " -p a --temp ' 1'"}) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("usage: aft-run"), std::string::npos) << args;
@@ -230,6 +231,11 @@ TEST_F(AftRun, RuntimeErrorsExitWithOneAndSayWhy) {
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_NE(outside.err.find("U+007A"), std::string::npos) << outside.err;
   EXPECT_EQ(outside.out, "") << "nothing is printed before the prompt is known to be valid";
+
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const Result directory = run(model() + " -f " + quote(dir));
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find(dir + ": is a directory"), std::string::npos) << directory.err;
 
   const Result no_file = run(model() + " -f no-such-prompt.txt");
   EXPECT_EQ(no_file.exit_code, 1);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -142,9 +143,15 @@ std::optional<Options> parse_args(int argc, char** argv) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw std::runtime_error(path + ": is a directory, not a prompt file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open the prompt file");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
+  if (in.bad()) throw std::runtime_error(path + ": cannot read the prompt file");
+  return text;
 }
 
 using Clock = std::chrono::steady_clock;

@@ -1,5 +1,6 @@
 #include "tools/cli/arguments.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -14,7 +15,8 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
   errno = 0;
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) || *end != '\0' ||
+      errno == ERANGE || value < min || value > max) {
     throw UsageError(flag + ": expected an integer in [" + std::to_string(min) + ", " +
                      std::to_string(max) + "], found \"" + text + "\"");
   }
@@ -25,8 +27,8 @@ float parse_float(const std::string& flag, const std::string& text, float min, f
   errno = 0;
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < min ||
-      value > max) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) || *end != '\0' ||
+      errno == ERANGE || !std::isfinite(value) || value < min || value > max) {
     std::ostringstream range;
     range << "[" << min << ", " << max << "]";
     throw UsageError(flag + ": expected a number in " + range.str() + ", found \"" + text + "\"");
