@@ -1,6 +1,6 @@
 // aft-eval as a user meets it: its figures equal the PyTorch reference's on the fixture text
 // (tools/aft_eval_reference.py, written by tests/fixtures/make_fixtures.py into
-// eval.expected.json) for windowed and one-stream models, byte and char tokenizers; a model
+// eval_text.measures.json) for windowed and one-stream models, byte and char tokenizers; a model
 // against itself diverges by 0; bad files and command lines are refused with clear messages.
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ std::string text() { return shell_quote(fixture_path("eval_text.txt")); }
 Result run(const std::string& args) { return run_command(AFT_EVAL_PATH, args); }
 
 json expected() {
-  std::ifstream in(fixture_path("eval.expected.json"));
+  std::ifstream in(fixture_path("eval_text.measures.json"));
   return json::parse(in);
 }
 
