@@ -31,11 +31,28 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
                                       shape_string(spec.shape) + ", found " +
                                       shape_string(tensor->shape));
     }
-    if (tensor->dtype != DType::F32) {
-      throw Error(AFT_ERR_FORMAT,
-                  file.path() + ": tensor \"" + spec.name + "\": only f32 weights are supported");
+    if (tensor->dtype != DType::F32 && !spec.linear_weight) {
+      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + spec.name + "\": expected f32, found " +
+                                      dtype_name(tensor->dtype) +
+                                      " (only linear layers' weights may be bf16 or q8_0)");
     }
   }
+}
+
+kernels::WeightMatrix weight_matrix(const TensorInfo& tensor) {
+  switch (tensor.dtype) {
+    case DType::BF16:
+      return {kernels::WeightType::BF16, tensor.data, nullptr};
+    case DType::Q8_0: {
+      // The quants, then the scales (docs/format.md).
+      const auto* quants = static_cast<const int8_t*>(tensor.data);
+      const auto count = static_cast<std::size_t>(tensor.shape.at(0) * tensor.shape.at(1));
+      return {kernels::WeightType::Q8_0, quants, reinterpret_cast<const float*>(quants + count)};
+    }
+    case DType::F32:
+      break;
+  }
+  return static_cast<const float*>(tensor.data);
 }
 
 }  // namespace
@@ -57,7 +74,7 @@ std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_ch
 Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
   program_ = build_aft_lm_graph(config_, [this](const std::string& name) {
-    return static_cast<const float*>(file_.find(name)->data);
+    return weight_matrix(*file_.find(name));
   });
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();

@@ -23,6 +23,7 @@
 
 #include <dnnl.hpp>
 
+#include "kernels/kernels.h"
 #include "kernels/single_threaded_onednn.h"
 
 namespace aft::kernels {
@@ -70,8 +71,8 @@ struct BlockPrimitives {
 struct Matmul::Impl {
   std::size_t k;
   std::size_t n;
-  float* w;  // oneDNN takes non-const handles; it never writes inputs.
-  float* bias;
+  WeightMatrix w;
+  float* bias;  // oneDNN takes non-const handles; it never writes inputs.
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
 
@@ -122,6 +123,22 @@ struct Matmul::Impl {
     return p;  // handles: stay valid even if evicted while another thread runs them
   }
 
+  // Rows [column, column + width) of W as f32: in place, or widened into the calling thread's
+  // buffer (exactly: the dequantization kernels give the same bits on every ISA).
+  float* f32_weights(std::size_t column, std::size_t width) const {
+    if (w.type == WeightType::F32) return const_cast<float*>(w.f32_rows(column, k));
+    thread_local std::vector<float> widened;
+    if (widened.size() < width * k) widened.resize(width * k);
+    const KernelTable& kernels = active_kernels();
+    if (w.type == WeightType::BF16) {
+      kernels.bf16_to_f32(width * k, w.bf16_rows(column, k), widened.data());
+    } else {
+      kernels.dequantize_q8_0(width * k, w.q8_rows(column, k), w.q8_scales(column, k),
+                              widened.data());
+    }
+    return widened.data();
+  }
+
   // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
   // the calling thread's block buffer, then copied (or added to the residual) to its place in y.
   void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
@@ -130,7 +147,8 @@ struct Matmul::Impl {
     if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
     const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
-    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine, w + column * k);
+    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
+                         f32_weights(column, width));
     const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
@@ -156,16 +174,19 @@ struct Matmul::Impl {
   }
 };
 
-Matmul::Matmul(std::size_t k, std::size_t n, const float* w, const float* bias, PostOp post) {
+Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post) {
   // oneDNN 2.6 crashes (SIGFPE) rather than failing on absurd sizes such as K = 2^40.
-  if (k == 0 || n == 0 || k > kMaxDim || n > kMaxDim || w == nullptr) {
-    throw std::invalid_argument("aft matmul: K and N must be in [1, 2^31) and W non-null (K=" +
-                                std::to_string(k) + ", N=" + std::to_string(n) + ")");
+  if (k == 0 || n == 0 || k > kMaxDim || n > kMaxDim || w.data == nullptr ||
+      (w.type == WeightType::Q8_0 && (k % kQ8BlockSize != 0 || w.scales == nullptr))) {
+    throw std::invalid_argument(
+        "aft matmul: K and N must be in [1, 2^31), W non-null, and for q8_0 K a multiple of 32 "
+        "with scales (K=" +
+        std::to_string(k) + ", N=" + std::to_string(n) + ")");
   }
   impl_ = std::make_unique<Impl>();
   impl_->k = k;
   impl_->n = n;
-  impl_->w = const_cast<float*>(w);
+  impl_->w = w;
   impl_->bias = const_cast<float*>(bias);
   try {
     dnnl::post_ops ops;

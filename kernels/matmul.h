@@ -1,6 +1,8 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
-// W in PyTorch's nn.Linear layout [N, K] row-major, read in place (not copied). M is chosen per
-// call.
+// W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
+// place (not copied); bf16 and q8_0 weights are widened exactly to f32 one column block at a time,
+// into the block's thread, just before its product (oneDNN 2.6 has no q8_0, and its bf16 products
+// would round the activations to bf16 too).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns and, for narrow products (fewer than kWholeRowsMinColumnBlocks column
@@ -15,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include "kernels/weight_matrix.h"
+
 namespace aft::kernels {
 
 enum class PostOp { None, Relu, Gelu };
@@ -27,8 +31,8 @@ constexpr std::size_t kMatmulBlockRows = 64;
 
 class Matmul {
  public:
-  // w and bias (bias may be null) must outlive the Matmul.
-  Matmul(std::size_t k, std::size_t n, const float* w, const float* bias, PostOp post);
+  // w's data and bias (bias may be null) must outlive the Matmul. q8_0 needs K % 32 == 0.
+  Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post);
   ~Matmul();
   Matmul(Matmul&&) noexcept;
   Matmul& operator=(Matmul&&) noexcept;

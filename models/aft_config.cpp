@@ -234,19 +234,22 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   const auto add = [&](std::string name, std::vector<int64_t> shape) {
     specs.push_back({std::move(name), std::move(shape)});
   };
+  const auto add_linear = [&](std::string name, std::vector<int64_t> shape) {
+    specs.push_back({std::move(name), std::move(shape), true});
+  };
   add("embed.weight", {c.vocab_size, d});
   if (c.pos_encoding == PosEncoding::Learned) add("pos_embed.weight", {t, d});
   for (int64_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     add(p + "norm1.weight", {d});
     add(p + "norm1.bias", {d});
-    add(p + "mixer.query.weight", {d, d});
+    add_linear(p + "mixer.query.weight", {d, d});
     add(p + "mixer.query.bias", {d});
-    add(p + "mixer.key.weight", {c.key_width(), d});
+    add_linear(p + "mixer.key.weight", {c.key_width(), d});
     add(p + "mixer.key.bias", {c.key_width()});
-    add(p + "mixer.value.weight", {d, d});
+    add_linear(p + "mixer.value.weight", {d, d});
     add(p + "mixer.value.bias", {d});
-    add(p + "mixer.output.weight", {d, d});
+    add_linear(p + "mixer.output.weight", {d, d});
     add(p + "mixer.output.bias", {d});
     if (c.mixer == Mixer::Local || (c.mixer == Mixer::Full && c.full_bias == FullBias::Table)) {
       add(p + "mixer.pos_bias", {t, t});
@@ -258,14 +261,14 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
     }
     add(p + "norm2.weight", {d});
     add(p + "norm2.bias", {d});
-    add(p + "ffn.up.weight", {c.d_ff, d});
+    add_linear(p + "ffn.up.weight", {c.d_ff, d});
     add(p + "ffn.up.bias", {c.d_ff});
-    add(p + "ffn.down.weight", {d, c.d_ff});
+    add_linear(p + "ffn.down.weight", {d, c.d_ff});
     add(p + "ffn.down.bias", {d});
   }
   add("norm.weight", {d});
   add("norm.bias", {d});
-  if (!c.tied_embeddings) add("head.weight", {c.vocab_size, d});
+  if (!c.tied_embeddings) add_linear("head.weight", {c.vocab_size, d});
   if (c.head_bias) add("head.bias", {c.vocab_size});
   return specs;
 }

@@ -56,6 +56,8 @@ const char* to_string(Mixer mixer);
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
+  // A linear layer's weight matrix: may be stored as bf16 or q8_0; every other tensor is f32.
+  bool linear_weight = false;
 };
 
 // Every tensor a model with this config has, in file order (docs/format.md, "Tensors").

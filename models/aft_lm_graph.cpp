@@ -19,7 +19,11 @@ PositionEncodingKind position_encoding(PosEncoding encoding) {
 
 }  // namespace
 
-AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight) {
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix) {
+  // Every tensor but linear layers' weights is f32.
+  auto weight = [&](const std::string& name) {
+    return static_cast<const float*>(matrix(name).data);
+  };
   AftLmGraph model;
   Graph& g = model.graph;
   const auto d = static_cast<std::size_t>(config.d_model);
@@ -32,13 +36,13 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& wei
   auto linear = [&](const std::string& prefix, std::size_t in, std::size_t out, ValueId x,
                     kernels::PostOp post, RowSet rows) {
     return g.add_node(
-        make_linear_op(in, out, weight(prefix + ".weight"), weight(prefix + ".bias"), post), {x},
+        make_linear_op(in, out, matrix(prefix + ".weight"), weight(prefix + ".bias"), post), {x},
         prefix, out, rows);
   };
   // x + (in W^T + bias): the skip connection added as the product is written.
   auto linear_plus = [&](const std::string& prefix, std::size_t in, ValueId y, ValueId x,
                          RowSet rows) {
-    return g.add_node(make_linear_op(in, d, weight(prefix + ".weight"), weight(prefix + ".bias"),
+    return g.add_node(make_linear_op(in, d, matrix(prefix + ".weight"), weight(prefix + ".bias"),
                                      kernels::PostOp::None),
                       {y, x}, prefix, d, rows);
   };
@@ -87,7 +91,8 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& wei
   }
 
   const ValueId h = layer_norm("norm", x, RowSet::Output);
-  const float* head = config.tied_embeddings ? weight("embed.weight") : weight("head.weight");
+  const kernels::WeightMatrix head =
+      config.tied_embeddings ? matrix("embed.weight") : matrix("head.weight");
   const float* head_bias = config.head_bias ? weight("head.bias") : nullptr;
   g.set_output(g.add_node(make_linear_op(d, vocab, head, head_bias, kernels::PostOp::None), {h},
                           "head", vocab, RowSet::Output));

@@ -9,6 +9,7 @@
 
 #include "aft_config.h"
 #include "engine/graph.h"
+#include "kernels/weight_matrix.h"
 #include "position_bias.h"
 
 namespace aft {
@@ -18,8 +19,9 @@ struct AftLmGraph {
   Graph graph;                                                 // logits [rows, vocab_size]
 };
 
-// `weight` returns the f32 data of a tensor named as in docs/format.md (already checked for shape).
-using WeightLookup = std::function<const float*(const std::string& name)>;
+// `weight` returns a tensor named as in docs/format.md, already checked for shape and dtype: f32,
+// but for linear layers' weights (bf16 and q8_0 allowed).
+using WeightLookup = std::function<kernels::WeightMatrix(const std::string& name)>;
 
 AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight);
 

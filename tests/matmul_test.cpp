@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/bf16.h"
+#include "kernels/kernels.h"
 #include "random_vector.h"
 
 namespace aft::kernels {
@@ -202,12 +204,53 @@ TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
   }
 }
 
+// bf16 and q8_0 weights are widened exactly, so their products have the bits of the f32 product
+// of the widened values, on every thread count.
+TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
+  const KernelTable& reference = scalar_kernels();
+  const Shape shapes[] = {{1, 32, 3}, {5, 64, 130}, {9, 96, 129}, {70, 64, 300}};
+  for (const Shape& s : shapes) {
+    const Problem p(s.m, s.k, s.n);
+    std::vector<uint16_t> bf16(p.w.size());
+    std::vector<float> bf16_values(p.w.size());
+    for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = f32_to_bf16(p.w[i]);
+    reference.bf16_to_f32(bf16.size(), bf16.data(), bf16_values.data());
+    std::vector<int8_t> quants(p.w.size());
+    std::vector<float> scales(p.w.size() / kQ8BlockSize), q8_values(p.w.size());
+    reference.quantize_q8_0(p.w.size(), p.w.data(), quants.data(), scales.data());
+    reference.dequantize_q8_0(p.w.size(), quants.data(), scales.data(), q8_values.data());
+    const WeightMatrix widened[] = {{WeightType::BF16, bf16.data(), nullptr},
+                                    {WeightType::Q8_0, quants.data(), scales.data()}};
+    const std::vector<float>* values[] = {&bf16_values, &q8_values};
+    for (int type = 0; type < 2; ++type) {
+      const Matmul plain(p.k, p.n, values[type]->data(), p.bias.data(), PostOp::Gelu);
+      const Matmul quantized(p.k, p.n, widened[type], p.bias.data(), PostOp::Gelu);
+      std::vector<float> want(p.m * p.n), got(p.m * p.n);
+      plain.run(p.m, p.x.data(), want.data(), 1);
+      for (int threads : {1, 2, 3}) {
+        quantized.run(p.m, p.x.data(), got.data(), threads);
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << (type == 0 ? "bf16" : "q8_0") << ", M=" << s.m
+                                     << " K=" << s.k << " N=" << s.n << ", " << threads
+                                     << " threads, value " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, RejectsInvalidShapes) {
   const float w = 1.0f;
   EXPECT_THROW(Matmul(0, 4, &w, nullptr, PostOp::None), std::invalid_argument);
   EXPECT_THROW(Matmul(4, 0, &w, nullptr, PostOp::None), std::invalid_argument);
   EXPECT_THROW(Matmul(std::size_t{1} << 40, 4, &w, nullptr, PostOp::None), std::invalid_argument);
   EXPECT_THROW(Matmul(4, 4, nullptr, nullptr, PostOp::None), std::invalid_argument);
+  const int8_t quants[64] = {};
+  const float scales[2] = {};
+  EXPECT_THROW(Matmul(48, 1, WeightMatrix(WeightType::Q8_0, quants, scales), nullptr, PostOp::None),
+               std::invalid_argument);  // K not a multiple of the block
+  EXPECT_THROW(Matmul(32, 2, WeightMatrix(WeightType::Q8_0, quants, nullptr), nullptr, PostOp::None),
+               std::invalid_argument);
 }
 
 TEST(Matmul, RowCountBeyondOneDnnIsAnError) {

@@ -1,3 +1,6 @@
+#include <cstdint>
+#include <vector>
+
 #include "ops.h"
 #include "parallel.h"
 
@@ -9,8 +12,8 @@ constexpr std::size_t kRowAlign = 64;
 
 class LinearOp final : public Op {
  public:
-  LinearOp(std::size_t in_width, std::size_t out_width, const float* w, const float* bias,
-           kernels::PostOp post)
+  LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w,
+           const float* bias, kernels::PostOp post)
       : in_width_(in_width),
         out_width_(out_width),
         w_(w),
@@ -53,13 +56,47 @@ class LinearOp final : public Op {
   void gemv_rows(const ExecContext& ctx, const Tensor& in, const float* residual, const Tensor& out,
                  std::size_t begin, std::size_t end) const {
     const std::size_t n = end - begin;
-    const float* w = w_ + begin * in_width_;
     const float* bias = bias_ ? bias_ + begin : nullptr;
-    if (out.rows == 1) {
-      ctx.kernels.gemv_f32(n, in_width_, w, in.data, bias, out.data + begin);
-    } else {
-      ctx.kernels.gemv_batch_f32(n, in_width_, w, out.rows, in.data, in_width_, bias,
-                                 out.data + begin, out_width_);
+    float* y = out.data + begin;
+    const kernels::KernelTable& k = ctx.kernels;
+    switch (w_.type) {
+      case kernels::WeightType::F32: {
+        const float* w = w_.f32_rows(begin, in_width_);
+        if (out.rows == 1) {
+          k.gemv_f32(n, in_width_, w, in.data, bias, y);
+        } else {
+          k.gemv_batch_f32(n, in_width_, w, out.rows, in.data, in_width_, bias, y, out_width_);
+        }
+        break;
+      }
+      case kernels::WeightType::BF16: {
+        const uint16_t* w = w_.bf16_rows(begin, in_width_);
+        if (out.rows == 1) {
+          k.gemv_bf16(n, in_width_, w, in.data, bias, y);
+        } else {
+          k.gemv_batch_bf16(n, in_width_, w, out.rows, in.data, in_width_, bias, y, out_width_);
+        }
+        break;
+      }
+      case kernels::WeightType::Q8_0: {
+        // Integer dot products need the activations in 8-bit blocks too: each thread quantizes
+        // the (short) input rows itself rather than wait for one that does.
+        thread_local std::vector<int8_t> xq;
+        thread_local std::vector<float> xd;
+        const std::size_t values = out.rows * in_width_;
+        if (xq.size() < values) xq.resize(values);
+        if (xd.size() < values / kernels::kQ8BlockSize) xd.resize(values / kernels::kQ8BlockSize);
+        k.quantize_q8_0(values, in.data, xq.data(), xd.data());
+        const int8_t* wq = w_.q8_rows(begin, in_width_);
+        const float* wd = w_.q8_scales(begin, in_width_);
+        if (out.rows == 1) {
+          k.gemv_q8_0(n, in_width_, wq, wd, xq.data(), xd.data(), bias, y);
+        } else {
+          k.gemv_batch_q8_0(n, in_width_, wq, wd, out.rows, xq.data(), xd.data(), bias, y,
+                            out_width_);
+        }
+        break;
+      }
     }
     for (std::size_t r = 0; r < out.rows; ++r) {
       float* y = out.row(r) + begin;
@@ -70,7 +107,7 @@ class LinearOp final : public Op {
   }
 
   std::size_t in_width_, out_width_;
-  const float* w_;
+  kernels::WeightMatrix w_;
   const float* bias_;
   kernels::PostOp post_;
   kernels::Matmul matmul_;
@@ -78,8 +115,9 @@ class LinearOp final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, const float* w,
-                                   const float* bias, kernels::PostOp post) {
+std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
+                                   kernels::WeightMatrix w, const float* bias,
+                                   kernels::PostOp post) {
   return std::make_unique<LinearOp>(in_width, out_width, w, bias, post);
 }
 

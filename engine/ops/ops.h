@@ -21,10 +21,13 @@ std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, flo
 
 std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
 
-// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear). With a second input
-// (a residual, out_width wide): out = post(in W^T + bias) + residual, added as out is written.
-std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width, const float* w,
-                                   const float* bias, kernels::PostOp post);
+// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear), f32, bf16 or q8_0.
+// With a second input (a residual, out_width wide): out = post(in W^T + bias) + residual, added
+// as out is written. One token (per sequence) runs the GEMV of W's dtype: for q8_0, on the input
+// quantized to 8-bit blocks; more tokens run the f32 product of W widened exactly.
+std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
+                                   kernels::WeightMatrix w, const float* bias,
+                                   kernels::PostOp post);
 
 // inputs (q, k, v) -> sigmoid(q) * (weighted average of past v), updating layer `layer`'s state.
 // k has key_width channels: d, or one per head (shared by the head's channels).

@@ -1,0 +1,42 @@
+// A linear layer's weight matrix as the model file stores it (docs/format.md): [rows, cols]
+// row-major (PyTorch's nn.Linear layout, rows = outputs), in one of the weight dtypes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace aft::kernels {
+
+enum class WeightType { F32, BF16, Q8_0 };
+
+// Weights per q8_0 block, each with one float scale.
+constexpr std::size_t kQ8BlockSize = 32;
+
+struct WeightMatrix {
+  WeightType type = WeightType::F32;
+  // F32: float values; BF16: uint16 values; Q8_0: int8 quants.
+  const void* data = nullptr;
+  // Q8_0 only: one scale per kQ8BlockSize consecutive quants (rows * cols / 32).
+  const float* scales = nullptr;
+
+  WeightMatrix() = default;
+  // Implicit: f32 weights are the plain case every caller before quantization used.
+  WeightMatrix(const float* values) : data(values) {}  // NOLINT(google-explicit-constructor)
+  WeightMatrix(WeightType type_, const void* data_, const float* scales_)
+      : type(type_), data(data_), scales(scales_) {}
+
+  const float* f32_rows(std::size_t first_row, std::size_t cols) const {
+    return static_cast<const float*>(data) + first_row * cols;
+  }
+  const uint16_t* bf16_rows(std::size_t first_row, std::size_t cols) const {
+    return static_cast<const uint16_t*>(data) + first_row * cols;
+  }
+  const int8_t* q8_rows(std::size_t first_row, std::size_t cols) const {
+    return static_cast<const int8_t*>(data) + first_row * cols;
+  }
+  const float* q8_scales(std::size_t first_row, std::size_t cols) const {
+    return scales + first_row * (cols / kQ8BlockSize);
+  }
+};
+
+}  // namespace aft::kernels
