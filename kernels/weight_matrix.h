@@ -5,12 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernels.h"
+
 namespace aft::kernels {
 
 enum class WeightType { F32, BF16, Q8_0 };
-
-// Weights per q8_0 block, each with one float scale.
-constexpr std::size_t kQ8BlockSize = 32;
 
 struct WeightMatrix {
   WeightType type = WeightType::F32;
