@@ -10,7 +10,7 @@
 namespace aft::kernels {
 
 const KernelTable& avx512_kernels() {
-  static constexpr KernelTable kTable = simd::make_table<xsimd::avx512f>("avx512");
+  static const KernelTable kTable = simd::make_table<xsimd::avx512f>("avx512");
   return kTable;
 }
 

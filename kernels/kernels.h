@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace aft::kernels {
@@ -79,6 +80,38 @@ struct KernelTable {
   // y += x.
   void (*add_f32)(std::size_t n, const float* x, float* y);
 
+  // ---- bf16 and q8_0 weights (docs/format.md) ----
+
+  // The q8_0 quantization of n values (n % 32 == 0) into n quants q and n / 32 scales d: per block
+  // of 32, d = max |x| / 127 and q = nearbyint(x / d) clamped to [-127, 127] (all 0 when d == 0),
+  // binary32 divisions. Bit-identical on every ISA. For finite x (other values give defined but
+  // unspecified quants).
+  void (*quantize_q8_0)(std::size_t n, const float* x, int8_t* q, float* d);
+  // x[i] = d[i / 32] * q[i] for i < n (n % 32 == 0): bit-identical on every ISA.
+  void (*dequantize_q8_0)(std::size_t n, const int8_t* q, const float* d, float* x);
+  // y[r] = sum over blocks b < cols / 32 of (wd[r * cols / 32 + b] * xd[b]) * isum(r, b)
+  // (+ bias[r]), where isum is the exact int32 dot product of block b's 32 weight quants
+  // wq[r * cols + 32 b ...] and activation quants xq[32 b ...]. cols % 32 == 0. The float
+  // combination order is the kernel's own (documented in its file); the result matches the scalar
+  // reference within float rounding.
+  void (*gemv_q8_0)(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                    const int8_t* xq, const float* xd, const float* bias, float* y);
+  // gemv_q8_0 of n_vectors activation vectors (vector v: xq + v * cols, xd + v * cols / 32; its
+  // result at y + v * y_stride), reading each weight once for all of them; each result has the
+  // bits gemv_q8_0 of the same table gives.
+  void (*gemv_batch_q8_0)(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                          std::size_t n_vectors, const int8_t* xq, const float* xd,
+                          const float* bias, float* y, std::size_t y_stride);
+  // gemv_f32 / gemv_batch_f32 with bf16 weights (widened exactly to f32), with the same bits
+  // guarantee between the two.
+  void (*gemv_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const float* x,
+                    const float* bias, float* y);
+  void (*gemv_batch_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
+                          std::size_t n_vectors, const float* x, std::size_t x_stride,
+                          const float* bias, float* y, std::size_t y_stride);
+  // x[i] = the bf16 value b[i] (exact: the bits b[i] << 16).
+  void (*bf16_to_f32)(std::size_t n, const uint16_t* b, float* x);
+
   // ---- machine probes (aft-bench) ----
 
   // sum of x[0, n), in any order: the streaming-read probe (bandwidth limit of decode).
@@ -98,6 +131,9 @@ struct KernelTable {
 // precision are below 2^-126 (subnormal); with sb >= 2^-90 the largest term is at least
 // 2^-90 / entries, so for up to 2^10 entries all lost terms together are below 2^-26 of sb.
 constexpr float kAftWindowMinSum = 0x1p-90f;
+
+// Quants per q8_0 block (one scale each).
+constexpr std::size_t kQ8BlockSize = 32;
 
 constexpr float kFmaProbeMultiplier = 0.999f;  // chains converge to b / (1 - a) = 1: never denormal
 constexpr float kFmaProbeAddend = 0.001f;

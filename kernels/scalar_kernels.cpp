@@ -3,28 +3,92 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels/kernels.h"
 
 namespace aft::kernels {
 namespace {
 
-void gemv_f32(std::size_t rows, std::size_t cols, const float* w, const float* x, const float* bias,
-              float* y) {
+float widen(float w) { return w; }
+float widen(uint16_t w) {
+  const uint32_t bits = static_cast<uint32_t>(w) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// W: float (gemv_f32) or bf16 bits (gemv_bf16).
+template <class W>
+void gemv(std::size_t rows, std::size_t cols, const W* w, const float* x, const float* bias,
+          float* y) {
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = w + r * cols;
+    const W* row = w + r * cols;
     double sum = bias ? bias[r] : 0.0;
-    for (std::size_t c = 0; c < cols; ++c) sum += static_cast<double>(row[c]) * x[c];
+    for (std::size_t c = 0; c < cols; ++c) sum += static_cast<double>(widen(row[c])) * x[c];
     y[r] = static_cast<float>(sum);
   }
 }
 
-void gemv_batch_f32(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
-                    const float* x, std::size_t x_stride, const float* bias, float* y,
-                    std::size_t y_stride) {
+template <class W>
+void gemv_batch(std::size_t rows, std::size_t cols, const W* w, std::size_t n_vectors,
+                const float* x, std::size_t x_stride, const float* bias, float* y,
+                std::size_t y_stride) {
   for (std::size_t v = 0; v < n_vectors; ++v) {
-    gemv_f32(rows, cols, w, x + v * x_stride, bias, y + v * y_stride);
+    gemv(rows, cols, w, x + v * x_stride, bias, y + v * y_stride);
   }
+}
+
+void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
+  for (std::size_t b = 0; b < n / kQ8BlockSize; ++b) {
+    const float* xb = x + b * kQ8BlockSize;
+    int8_t* qb = q + b * kQ8BlockSize;
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < kQ8BlockSize; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float scale = amax / 127.0f;
+    d[b] = scale;
+    for (std::size_t i = 0; i < kQ8BlockSize; ++i) {
+      // min first: a NaN quotient becomes 127 rather than an undefined conversion.
+      const float v = scale == 0.0f ? 0.0f : std::nearbyint(xb[i] / scale);
+      qb[i] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, v)));
+    }
+  }
+}
+
+void dequantize_q8_0(std::size_t n, const int8_t* q, const float* d, float* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = d[i / kQ8BlockSize] * static_cast<float>(q[i]);
+}
+
+// The block products (wd * xd, a float product as in every ISA) times the exact integer sums,
+// added in double.
+void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+               const int8_t* xq, const float* xd, const float* bias, float* y) {
+  const std::size_t blocks = cols / kQ8BlockSize;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sum = bias ? bias[r] : 0.0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const int8_t* w = wq + r * cols + b * kQ8BlockSize;
+      const int8_t* x = xq + b * kQ8BlockSize;
+      int32_t isum = 0;
+      for (std::size_t i = 0; i < kQ8BlockSize; ++i) isum += int32_t{w[i]} * int32_t{x[i]};
+      sum += static_cast<double>(wd[r * blocks + b] * xd[b]) * isum;
+    }
+    y[r] = static_cast<float>(sum);
+  }
+}
+
+void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                     std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
+                     float* y, std::size_t y_stride) {
+  for (std::size_t v = 0; v < n_vectors; ++v) {
+    gemv_q8_0(rows, cols, wq, wd, xq + v * cols, xd + v * (cols / kQ8BlockSize), bias,
+              y + v * y_stride);
+  }
+}
+
+void bf16_to_f32(std::size_t n, const uint16_t* b, float* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = widen(b[i]);
 }
 
 // Two passes (mean, then squared deviations): no cancellation for inputs with a large offset.
@@ -184,8 +248,8 @@ std::size_t fma_probe_f32(std::size_t iterations, float* sink) {
 
 constexpr KernelTable kScalar{
     "scalar",
-    gemv_f32,
-    gemv_batch_f32,
+    gemv<float>,
+    gemv_batch<float>,
     layer_norm_f32,
     aft_accumulate_f32,
     aft_accumulate_biased_f32,
@@ -198,6 +262,13 @@ constexpr KernelTable kScalar{
     relu_f32,
     gelu_f32,
     add_f32,
+    quantize_q8_0,
+    dequantize_q8_0,
+    gemv_q8_0,
+    gemv_batch_q8_0,
+    gemv<uint16_t>,
+    gemv_batch<uint16_t>,
+    bf16_to_f32,
     sum_f32,
     fma_probe_f32,
 };

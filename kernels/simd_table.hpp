@@ -19,7 +19,7 @@
 namespace aft::kernels::simd {
 
 template <class A>
-constexpr KernelTable make_table(const char* isa) {
+KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
       &gemv_f32<A>,
@@ -36,6 +36,13 @@ constexpr KernelTable make_table(const char* isa) {
       &relu_f32<A>,
       &gelu_f32<A>,
       &add_f32<A>,
+      scalar_kernels().quantize_q8_0,
+      scalar_kernels().dequantize_q8_0,
+      scalar_kernels().gemv_q8_0,
+      scalar_kernels().gemv_batch_q8_0,
+      scalar_kernels().gemv_bf16,
+      scalar_kernels().gemv_batch_bf16,
+      scalar_kernels().bf16_to_f32,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

@@ -1,0 +1,20 @@
+// bf16 (the upper 16 bits of an IEEE binary32) from float, for the tools that write bf16 weights
+// and for tests. The kernels only widen (KernelTable::bf16_to_f32, gemv_bf16).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace aft::kernels {
+
+// Rounds to nearest, ties to even, on the 16 dropped bits (overflow gives infinity, as IEEE
+// rounding does); a NaN stays a (quiet) NaN instead of rounding into infinity.
+inline uint16_t f32_to_bf16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+}  // namespace aft::kernels
