@@ -125,8 +125,8 @@ class Validator {
     info.nbytes = get_u64(member(entry, "nbytes", where), where + ": nbytes");
     if (info.nbytes != *expected_bytes) {
       fail(where + ": nbytes " + std::to_string(info.nbytes) + " does not match shape " +
-           shape_string(info.shape) + " of " + dtype_text + " (" +
-           std::to_string(*expected_bytes) + ")");
+           shape_string(info.shape) + " of " + dtype_text + " (" + std::to_string(*expected_bytes) +
+           ")");
     }
 
     info.offset = get_u64(member(entry, "offset", where), where + ": offset");

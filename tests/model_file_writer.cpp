@@ -170,9 +170,9 @@ ModelImage layout_model(const json& config, const json& tokenizer,
 
 std::vector<uint8_t> to_bytes(const ModelImage& image) {
   const std::string text = image.header_text ? *image.header_text : image.header.dump();
-  std::vector<uint8_t> out = encode_preamble(
-      {image.magic, image.version, image.reserved,
-       image.header_length ? *image.header_length : text.size()});
+  std::vector<uint8_t> out =
+      encode_preamble({image.magic, image.version, image.reserved,
+                       image.header_length ? *image.header_length : text.size()});
   out.insert(out.end(), text.begin(), text.end());
   if (out.size() > image.data_start) {
     throw std::logic_error(

@@ -22,8 +22,8 @@ bool is_linear_weight(const std::string& name) {
                          float value, const std::string& why) {
   std::ostringstream message;
   message.precision(9);
-  message << path << ": tensor \"" << tensor.name << "\": value " << value << " at index "
-          << index << " " << why;
+  message << path << ": tensor \"" << tensor.name << "\": value " << value << " at index " << index
+          << " " << why;
   throw std::runtime_error(message.str());
 }
 

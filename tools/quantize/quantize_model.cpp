@@ -20,8 +20,7 @@ namespace {
 void refuse_quantized(const ModelFile& in) {
   for (const TensorInfo& t : in.tensors()) {
     if (t.dtype != DType::F32) {
-      throw std::runtime_error(in.path() + ": tensor \"" + t.name + "\" is " +
-                               dtype_name(t.dtype) +
+      throw std::runtime_error(in.path() + ": tensor \"" + t.name + "\" is " + dtype_name(t.dtype) +
                                ": already quantized: convert the f32 model");
     }
   }
