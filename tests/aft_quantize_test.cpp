@@ -4,6 +4,7 @@
 // or clashing output and bad command lines are refused, leaving no output file behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
