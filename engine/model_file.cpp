@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -94,16 +95,17 @@ class Validator {
 
     const json& dtype = member(entry, "dtype", where);
     if (!dtype.is_string()) fail(where + ": dtype: expected a string, found " + describe(dtype));
-    if (dtype.get_ref<const std::string&>() != "f32") {
-      fail(where + ": unsupported dtype " + json_quote(dtype.get_ref<const std::string&>()) +
-           " (this build reads \"f32\")");
+    const std::string& dtype_text = dtype.get_ref<const std::string&>();
+    const std::optional<DType> parsed = dtype_from_name(dtype_text);
+    if (!parsed) {
+      fail(where + ": unsupported dtype " + json_quote(dtype_text) +
+           " (this build reads \"f32\", \"bf16\", \"q8_0\")");
     }
-    info.dtype = DType::F32;
-    const uint64_t element_bytes = 4;
+    info.dtype = *parsed;
 
     const json& shape = member(entry, "shape", where);
     if (!shape.is_array()) fail(where + ": shape: expected an array, found " + describe(shape));
-    uint64_t expected_bytes = element_bytes;
+    uint64_t elements = 1;
     bool too_large = false;
     for (std::size_t i = 0; i < shape.size(); ++i) {
       const std::string dim_where = where + ": shape[" + std::to_string(i) + "]";
@@ -113,14 +115,18 @@ class Validator {
       }
       info.shape.push_back(static_cast<int64_t>(dim));
       // After an overflow, stop multiplying but still validate the remaining dimensions.
-      too_large = too_large || __builtin_mul_overflow(expected_bytes, dim, &expected_bytes);
+      too_large = too_large || __builtin_mul_overflow(elements, dim, &elements);
     }
-    if (too_large) fail(where + ": shape " + shape_string(info.shape) + " is too large");
+    if (info.dtype == DType::Q8_0) check_q8_0_shape(info, where);
+    const std::optional<uint64_t> expected_bytes =
+        too_large ? std::nullopt : stored_bytes(info.dtype, elements);
+    if (!expected_bytes) fail(where + ": shape " + shape_string(info.shape) + " is too large");
 
     info.nbytes = get_u64(member(entry, "nbytes", where), where + ": nbytes");
-    if (info.nbytes != expected_bytes) {
+    if (info.nbytes != *expected_bytes) {
       fail(where + ": nbytes " + std::to_string(info.nbytes) + " does not match shape " +
-           shape_string(info.shape) + " of f32 (" + std::to_string(expected_bytes) + ")");
+           shape_string(info.shape) + " of " + dtype_text + " (" + std::to_string(*expected_bytes) +
+           ")");
     }
 
     info.offset = get_u64(member(entry, "offset", where), where + ": offset");
@@ -150,6 +156,18 @@ class Validator {
     }
     *crc = static_cast<uint32_t>(value);
     return info;
+  }
+
+  // Blocks of 32 along the rows, so that no block crosses a row.
+  void check_q8_0_shape(const TensorInfo& info, const std::string& where) const {
+    if (info.shape.size() != 2) {
+      fail(where + ": dtype \"q8_0\" needs a 2-D shape [rows, cols], found " +
+           shape_string(info.shape));
+    }
+    if (static_cast<uint64_t>(info.shape[1]) % kQ8_0BlockSize != 0) {
+      fail(where + ": dtype \"q8_0\" needs a column count that is a multiple of " +
+           std::to_string(kQ8_0BlockSize) + ", found shape " + shape_string(info.shape));
+    }
   }
 
  private:
@@ -189,6 +207,53 @@ json parse_header(const Validator& v, const uint8_t* begin, uint64_t length) {
 }
 
 }  // namespace
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::Q8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const DType dtype : {DType::F32, DType::BF16, DType::Q8_0}) {
+    if (name == dtype_name(dtype)) return dtype;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> stored_bytes(DType dtype, uint64_t elements) {
+  uint64_t bytes = 0;
+  bool overflow = false;
+  switch (dtype) {
+    case DType::F32:
+      overflow = __builtin_mul_overflow(elements, uint64_t{4}, &bytes);
+      break;
+    case DType::BF16:
+      overflow = __builtin_mul_overflow(elements, uint64_t{2}, &bytes);
+      break;
+    case DType::Q8_0:  // one int8 per value, one 4-byte scale per block
+      overflow = __builtin_add_overflow(elements, elements / kQ8_0BlockSize * 4, &bytes);
+      break;
+  }
+  if (overflow) return std::nullopt;
+  return bytes;
+}
+
+uint64_t TensorInfo::element_count() const {
+  uint64_t n = 1;
+  for (const int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+const float* TensorInfo::q8_0_scales() const {
+  return reinterpret_cast<const float*>(static_cast<const uint8_t*>(data) + element_count());
+}
 
 ModelFile ModelFile::open(const std::string& path, bool verify_checksums) {
   ModelFile file;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,7 +18,20 @@ namespace aft {
 // The format version this build reads (docs/format.md).
 constexpr uint32_t kModelFileVersion = 1;
 
-enum class DType { F32 };
+// How a tensor's values are stored (docs/format.md, "Tensor data types"): IEEE binary32; the
+// upper halves of binary32 values; 8-bit quants in blocks of 32 with one binary32 scale each.
+enum class DType { F32, BF16, Q8_0 };
+
+// Values per q8_0 scale; a q8_0 tensor's column count is a multiple of it.
+constexpr uint64_t kQ8_0BlockSize = 32;
+
+// The name in the header: "f32", "bf16", "q8_0".
+const char* dtype_name(DType dtype);
+// The dtype of a header name; nullopt for any other name.
+std::optional<DType> dtype_from_name(std::string_view name);
+// The bytes `elements` values take (q8_0: elements a multiple of kQ8_0BlockSize, the quants plane
+// then the scales plane); nullopt if that overflows.
+std::optional<uint64_t> stored_bytes(DType dtype, uint64_t elements);
 
 struct TensorInfo {
   std::string name;
@@ -25,6 +40,13 @@ struct TensorInfo {
   uint64_t offset;
   uint64_t nbytes;
   const void* data;  // inside the mapping, 64-byte aligned
+
+  // The product of the shape (1 for a scalar).
+  uint64_t element_count() const;
+  // A q8_0 tensor's two planes: element_count() int8 quants, row-major, then one scale per block
+  // of kQ8_0BlockSize consecutive quants (4-byte aligned: the quants plane is a multiple of 32).
+  const int8_t* q8_0_quants() const { return static_cast<const int8_t*>(data); }
+  const float* q8_0_scales() const;
 };
 
 class ModelFile {
@@ -36,6 +58,8 @@ class ModelFile {
 
   const std::string& path() const { return path_; }
   uint64_t size_bytes() const;
+  // The whole header as parsed (unknown keys included).
+  const nlohmann::json& header() const { return header_; }
   const nlohmann::json& config() const { return header_.at("config"); }
   const nlohmann::json& tokenizer() const { return header_.at("tokenizer"); }
   // The free-form "metadata" object; null when the file has none.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -522,12 +523,153 @@ TEST_F(ModelFileTest, NbytesDoesNotMatchShape) {
 }
 
 TEST_F(ModelFileTest, UnsupportedDtype) {
-  for (const char* dtype : {"bf16", "q8_0", "f64", ""}) {
+  for (const char* dtype : {"f64", "", "Q8_0", "bf16 ", "q4_0"}) {
     tensor(2)["dtype"] = dtype;
     write();
     expect_format_error({std::string("tensor \"head.weight\": unsupported dtype \"") + dtype +
-                         "\" (this build reads \"f32\")"});
+                         "\" (this build reads \"f32\", \"bf16\", \"q8_0\")"});
   }
+}
+
+// ---- bf16 and q8_0 tensors ----
+
+TEST(DType, NamesAndSizes) {
+  for (const aft::DType dtype : {aft::DType::F32, aft::DType::BF16, aft::DType::Q8_0}) {
+    EXPECT_EQ(aft::dtype_from_name(aft::dtype_name(dtype)), dtype);
+  }
+  EXPECT_STREQ(aft::dtype_name(aft::DType::Q8_0), "q8_0");
+  EXPECT_EQ(aft::dtype_from_name("Q8_0"), std::nullopt);
+  EXPECT_EQ(aft::dtype_from_name("f16"), std::nullopt);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::F32, 96), 384u);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::BF16, 96), 192u);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::Q8_0, 96), 96u + 3 * 4);  // 3 blocks of 32
+  EXPECT_EQ(aft::stored_bytes(aft::DType::Q8_0, 0), 0u);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::F32, uint64_t{1} << 62), std::nullopt);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::BF16, uint64_t{1} << 63), std::nullopt);
+  EXPECT_EQ(aft::stored_bytes(aft::DType::Q8_0, uint64_t{1} << 63), (uint64_t{9} << 60));
+  EXPECT_EQ(aft::stored_bytes(aft::DType::Q8_0, UINT64_MAX - 31), std::nullopt);
+}
+
+// The tests below turn the last tensor (head.weight) into a bf16 or q8_0 one.
+class TypedTensorTest : public ModelFileTest {
+ protected:
+  // Gives head.weight this dtype, shape and bytes (and their checksum), keeping its offset.
+  void retype(const char* dtype, const std::vector<int64_t>& shape,
+              const std::vector<uint8_t>& bytes) {
+    const std::size_t at = image_.data_index("head.weight");
+    image_.data.resize(at);
+    image_.data.insert(image_.data.end(), bytes.begin(), bytes.end());
+    tensor(2)["dtype"] = dtype;
+    tensor(2)["shape"] = shape;
+    tensor(2)["nbytes"] = bytes.size();
+    tensor(2)["crc32"] = aft::crc32(bytes.data(), bytes.size());
+  }
+  // A q8_0 tensor [rows, cols]: quant i is (i % 255) - 127, scale k is 0.25 * (k + 1).
+  static std::vector<uint8_t> q8_0_bytes(std::size_t rows, std::size_t cols) {
+    const std::size_t n = rows * cols;
+    std::vector<uint8_t> bytes(n + n / 32 * 4);
+    for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(int(i % 255) - 127);
+    for (std::size_t k = 0; k < n / 32; ++k) {
+      const float scale = 0.25f * static_cast<float>(k + 1);
+      std::memcpy(bytes.data() + n + 4 * k, &scale, 4);
+    }
+    return bytes;
+  }
+};
+
+TEST_F(TypedTensorTest, Q8_0TensorLoadsWithItsPlanes) {
+  retype("q8_0", {3, 64}, q8_0_bytes(3, 64));
+  write();
+  const aft::ModelFile model = aft::ModelFile::open(file_.path(), true);
+  const aft::TensorInfo& t = *model.find("head.weight");
+  EXPECT_EQ(t.dtype, aft::DType::Q8_0);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 64}));
+  EXPECT_EQ(t.element_count(), 192u);
+  EXPECT_EQ(t.nbytes, 192u + 6 * 4);
+  EXPECT_EQ(static_cast<const void*>(t.q8_0_quants()), t.data);
+  EXPECT_EQ(t.q8_0_quants()[0], -127);
+  EXPECT_EQ(t.q8_0_quants()[127], 0);
+  EXPECT_EQ(t.q8_0_quants()[191], 64);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.q8_0_scales()) % 4, 0u);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(t.q8_0_scales()),
+            static_cast<const uint8_t*>(t.data) + 192);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(t.q8_0_scales()[k], 0.25f * static_cast<float>(k + 1));
+  // The others stay f32: a file may mix dtypes.
+  EXPECT_EQ(model.find("embed.weight")->dtype, aft::DType::F32);
+}
+
+TEST_F(TypedTensorTest, Bf16TensorLoads) {
+  std::vector<uint8_t> bytes(2 * 5 * 32);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  retype("bf16", {5, 32}, bytes);
+  write();
+  const aft::ModelFile model = aft::ModelFile::open(file_.path(), true);
+  const aft::TensorInfo& t = *model.find("head.weight");
+  EXPECT_EQ(t.dtype, aft::DType::BF16);
+  EXPECT_EQ(t.nbytes, 320u);
+  EXPECT_EQ(t.element_count(), 160u);
+  const auto* values = static_cast<const uint16_t*>(t.data);
+  EXPECT_EQ(values[1], 0x150E);  // bytes 14, 21 little-endian
+}
+
+TEST_F(TypedTensorTest, Bf16AnyShape) {  // no blocks: scalars and odd shapes are fine
+  retype("bf16", {3, 1, 5}, std::vector<uint8_t>(30, 1));
+  write();
+  EXPECT_EQ(aft::ModelFile::open(file_.path(), true).find("head.weight")->element_count(), 15u);
+}
+
+TEST_F(TypedTensorTest, Q8_0EmptyTensorIsAllowed) {
+  retype("q8_0", {0, 32}, {});
+  write();
+  EXPECT_EQ(aft::ModelFile::open(file_.path(), true).find("head.weight")->nbytes, 0u);
+}
+
+TEST_F(TypedTensorTest, Q8_0NeedsTwoDimensions) {
+  retype("q8_0", {64}, q8_0_bytes(1, 64));
+  write();
+  expect_format_error(
+      {"tensor \"head.weight\": dtype \"q8_0\" needs a 2-D shape [rows, cols], found [64]"});
+  retype("q8_0", {2, 1, 32}, q8_0_bytes(2, 32));
+  write();
+  expect_format_error({"needs a 2-D shape [rows, cols], found [2, 1, 32]"});
+}
+
+TEST_F(TypedTensorTest, Q8_0NeedsColumnsInWholeBlocks) {
+  retype("q8_0", {2, 48}, q8_0_bytes(3, 32));  // 96 values: whole blocks, but across rows
+  write();
+  expect_format_error(
+      {"tensor \"head.weight\": dtype \"q8_0\" needs a column count that is a multiple of 32, "
+       "found shape [2, 48]"});
+}
+
+TEST_F(TypedTensorTest, NbytesDoesNotMatchTheDtype) {
+  retype("bf16", {5, 20}, std::vector<uint8_t>(400));  // f32's size
+  write();
+  expect_format_error(
+      {"tensor \"head.weight\": nbytes 400 does not match shape [5, 20] of bf16 (200)"});
+  std::vector<uint8_t> quants_only = q8_0_bytes(3, 64);
+  quants_only.resize(192);
+  retype("q8_0", {3, 64}, quants_only);
+  write();
+  expect_format_error(
+      {"tensor \"head.weight\": nbytes 192 does not match shape [3, 64] of q8_0 (216)"});
+}
+
+TEST_F(TypedTensorTest, ShapeTooLargeForTheDtype) {
+  retype("bf16", {int64_t{1} << 62, 2}, {});  // 2^63 values fit, their 2^64 bytes do not
+  write();
+  expect_format_error({"tensor \"head.weight\": shape [4611686018427387904, 2] is too large"});
+  retype("q8_0", {int64_t{1} << 59, 32}, {});  // 2^64 values
+  write();
+  expect_format_error({"tensor \"head.weight\": shape [576460752303423488, 32] is too large"});
+}
+
+TEST_F(TypedTensorTest, Q8_0ChecksumCoversTheScales) {
+  const std::vector<uint8_t> bytes = q8_0_bytes(3, 64);
+  retype("q8_0", {3, 64}, bytes);
+  image_.data[image_.data_index("head.weight") + 192 + 5] ^= 0x01;  // in the scales plane
+  write();
+  expect_format_error({"tensor \"head.weight\": checksum mismatch"});
 }
 
 TEST_F(ModelFileTest, TensorsOverlap) {

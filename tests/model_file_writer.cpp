@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "engine/crc32.h"
+#include "engine/model_file_layout.h"
 #include "models/aft_config.h"
 
 namespace aft::testing {
@@ -16,22 +17,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kPreambleBytes = 24;
-constexpr uint64_t kAlignment = 64;
-
-uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
-
-void put_le(std::vector<uint8_t>& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(value >> (8 * i)));
-}
-
 std::vector<uint8_t> f32_bytes(const std::vector<float>& values) {
   std::vector<uint8_t> out;
   out.reserve(values.size() * 4);
   for (const float v : values) {
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    put_le(out, bits, 4);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
   }
   return out;
 }
@@ -146,7 +138,8 @@ std::size_t ModelImage::data_index(const std::string& name) const {
 ModelImage layout_model(const json& config, const json& tokenizer,
                         const std::vector<TestTensor>& tensors, uint64_t header_slack) {
   ModelImage image;
-  std::vector<uint64_t> relative;  // offsets from data_start
+  std::vector<std::vector<uint8_t>> bytes;
+  json entries = json::array();
   for (const TestTensor& t : tensors) {
     std::size_t count = 1;
     for (const int64_t d : t.shape) count *= static_cast<std::size_t>(d);
@@ -155,42 +148,31 @@ ModelImage layout_model(const json& config, const json& tokenizer,
                                   std::to_string(t.values.size()) + " values for " +
                                   std::to_string(count) + " elements");
     }
-    image.data.resize(round_up(image.data.size(), kAlignment));
-    relative.push_back(image.data.size());
-    const std::vector<uint8_t> bytes = f32_bytes(t.values);
-    image.data.insert(image.data.end(), bytes.begin(), bytes.end());
+    bytes.push_back(f32_bytes(t.values));
+    entries.push_back({{"name", t.name},
+                       {"dtype", "f32"},
+                       {"shape", t.shape},
+                       {"offset", 0},
+                       {"nbytes", bytes.back().size()},
+                       {"crc32", crc32(bytes.back().data(), bytes.back().size())}});
   }
-
-  // Offsets are absolute, so their digits change the header's length: iterate to a fixed point.
-  for (;;) {
-    json entries = json::array();
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const std::size_t n = tensors[i].values.size() * 4;
-      entries.push_back({{"name", tensors[i].name},
-                         {"dtype", "f32"},
-                         {"shape", tensors[i].shape},
-                         {"offset", image.data_start + relative[i]},
-                         {"nbytes", n},
-                         {"crc32", crc32(image.data.data() + relative[i], n)}});
-    }
-    image.header = json{{"config", config},
-                        {"tokenizer", tokenizer},
-                        {"tensors", std::move(entries)},
-                        {"metadata", {{"producer", "aft tests"}}}};
-    const uint64_t needed =
-        round_up(kPreambleBytes + image.header.dump().size() + header_slack, kAlignment);
-    if (needed <= image.data_start) break;
-    image.data_start = needed;
+  image.header = json{{"config", config},
+                      {"tokenizer", tokenizer},
+                      {"tensors", std::move(entries)},
+                      {"metadata", {{"producer", "aft tests"}}}};
+  image.data_start = place_tensors(image.header, header_slack);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    image.data.resize(image.header["tensors"][i]["offset"].get<uint64_t>() - image.data_start);
+    image.data.insert(image.data.end(), bytes[i].begin(), bytes[i].end());
   }
   return image;
 }
 
 std::vector<uint8_t> to_bytes(const ModelImage& image) {
   const std::string text = image.header_text ? *image.header_text : image.header.dump();
-  std::vector<uint8_t> out(image.magic.begin(), image.magic.end());
-  put_le(out, image.version, 4);
-  put_le(out, image.reserved, 4);
-  put_le(out, image.header_length ? *image.header_length : text.size(), 8);
+  std::vector<uint8_t> out =
+      encode_preamble({image.magic, image.version, image.reserved,
+                       image.header_length ? *image.header_length : text.size()});
   out.insert(out.end(), text.begin(), text.end());
   if (out.size() > image.data_start) {
     throw std::logic_error(

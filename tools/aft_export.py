@@ -8,9 +8,11 @@
         --set bias_rank=16 --mixer full --out tiny-full.aft
     # a checkpoint of tools/aft_train.py ({"config", "model", "tokenizer"})
     /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --out model.aft
+    # the linear layers' weights in 8 bits (or bf16); everything else stays f32
+    /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --dtype q8_0 --out m8.aft
 
-As a module: write_model(path, config, state_dict, tokenizer, metadata) maps a state_dict (of
-models/aft_lm.py's AftLM, whose keys are the file's tensor names) onto the file.
+As a module: write_model(path, config, state_dict, tokenizer, metadata, dtype) maps a state_dict
+(of models/aft_lm.py's AftLM, whose keys are the file's tensor names) onto the file.
 """
 
 from __future__ import annotations
@@ -73,15 +75,24 @@ def model_tensors(config: dict, state_dict: dict) -> list[tuple[str, np.ndarray]
 
 
 def write_model(path, config: dict, state_dict: dict, tokenizer: dict,
-                metadata: dict | None = None) -> int:
-    """Writes the model file; returns its size in bytes. metadata gets "producer" if absent."""
+                metadata: dict | None = None, dtype: str = "f32") -> int:
+    """Writes the model file; returns its size in bytes. metadata gets "producer" if absent.
+
+    dtype "bf16" or "q8_0" stores the linear layers' weights so (aftfile.stored_dtype: for q8_0
+    those whose column count is a multiple of 32) and sets metadata "dtype"; the other tensors
+    stay f32."""
+    if dtype not in aftfile.DTYPES:
+        raise FormatError(f"dtype: expected one of {', '.join(aftfile.DTYPES)}, found {dtype!r}")
     config = aftfile.validate_config(config, strict_keys=True)
     if aftfile.tokenizer_size(tokenizer) != config["vocab_size"]:
         raise FormatError(f"tokenizer: {aftfile.tokenizer_size(tokenizer)} tokens, but "
                           f"config.vocab_size is {config['vocab_size']}")
     tensors = model_tensors(config, state_dict)
     metadata = {"producer": PRODUCER, **(metadata or {})}
-    return aftfile.write_file(path, config, tokenizer, tensors, metadata)
+    if dtype != "f32":
+        metadata["dtype"] = dtype
+    return aftfile.write_file(path, config, tokenizer, tensors, metadata,
+                              aftfile.file_dtypes(tensors, dtype))
 
 
 def summary(path, config: dict, size: int, state_dict: dict) -> str:
@@ -224,6 +235,9 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab-file", type=Path,
                         help="random models: char vocabulary = sorted distinct characters of this "
                              "UTF-8 text file (sets vocab_size)")
+    parser.add_argument("--dtype", choices=aftfile.DTYPES, default="f32",
+                        help="how the linear layers' weights are stored (default f32; "
+                             "docs/format.md); the other tensors stay f32")
     parser.add_argument("--out", type=Path, required=True, help="output model file")
     args = parser.parse_args(argv)
 
@@ -258,7 +272,7 @@ def main(argv=None) -> int:
             config = aftfile.validate_config(config, strict_keys=True)
             state_dict = random_model(config, args.seed).state_dict()
             tokenizer = make_tokenizer(config["vocab_size"], args.tokenizer, vocab)
-        size = write_model(args.out, config, state_dict, tokenizer, metadata)
+        size = write_model(args.out, config, state_dict, tokenizer, metadata, args.dtype)
     except (FormatError, OSError) as error:
         print(f"aft_export: error: {error}", file=sys.stderr)
         return 1

@@ -8,14 +8,20 @@ checked anywhere. Two layers:
   config implies (names and shapes), as tabled in docs/format.md.
 
     write_file(path, config, tokenizer, tensors, metadata)   # tensors: [(name, array)]
+    write_file(path, config, tokenizer, tensors, metadata,
+               dtypes=file_dtypes(tensors, "q8_0"))            # the linear weights in 8 bits
     model = read_file(path)                                   # validates everything
     model.config, model.tokenizer, model.metadata, model.tensors["embed.weight"]
+
+Tensors are stored as "f32", "bf16" or "q8_0" (docs/format.md, "Tensor data types"); reading gives
+float32 arrays (bf16 and q8_0 dequantized) and the planes as stored.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -27,8 +33,8 @@ MAGIC = b"AFTMODEL"
 VERSION = 1
 PREFIX_BYTES = 24  # magic (8) + version (4) + reserved (4) + header length (8)
 ALIGNMENT = 64
-DTYPE_SIZES = {"f32": 4}
-RESERVED_DTYPES = ("bf16", "q8_0")
+DTYPES = ("f32", "bf16", "q8_0")
+Q8_0_BLOCK = 32  # values per q8_0 scale
 
 
 class FormatError(ValueError):
@@ -209,6 +215,129 @@ def check_tensor_set(config: dict, shapes: dict, where: str = "tensors") -> None
 
 
 # --------------------------------------------------------------------------------------------
+# Tensor data types (docs/format.md): bit-exact, the same bits as the engine's aft-quantize
+# --------------------------------------------------------------------------------------------
+
+# The weight matrices of the linear layers: the only tensors a bf16 or q8_0 file converts.
+LINEAR_WEIGHT = re.compile(r"layers\.\d+\.(mixer\.(query|key|value|output)|ffn\.(up|down))\.weight"
+                           r"|head\.weight")
+
+
+def stored_dtype(name: str, shape, dtype: str) -> str:
+    """The dtype tensor `name` gets in a file converted to `dtype`: the linear weights take it (for
+    q8_0 only those with a column count that is a multiple of 32), everything else stays f32."""
+    if dtype not in DTYPES:
+        raise FormatError(f"dtype: expected one of {', '.join(DTYPES)}, found {dtype!r}")
+    if not LINEAR_WEIGHT.fullmatch(name):
+        return "f32"
+    if dtype == "q8_0" and not (len(shape) == 2 and shape[1] % Q8_0_BLOCK == 0):
+        return "f32"
+    return dtype
+
+
+def file_dtypes(tensors, dtype: str) -> dict:
+    """name -> stored_dtype for (name, array) pairs."""
+    return {name: stored_dtype(name, np.shape(array), dtype) for name, array in tensors}
+
+
+def stored_nbytes(dtype: str, shape) -> int:
+    """Bytes of a tensor of this shape in dtype; FormatError for a shape q8_0 cannot hold."""
+    count = math.prod(shape)
+    if dtype == "f32":
+        return 4 * count
+    if dtype == "bf16":
+        return 2 * count
+    if dtype == "q8_0":
+        if len(shape) != 2 or shape[1] % Q8_0_BLOCK != 0:
+            raise FormatError(f"dtype \"q8_0\" needs a 2-D shape [rows, cols] with cols a "
+                              f"multiple of {Q8_0_BLOCK}, found {list(shape)}")
+        return count + 4 * (count // Q8_0_BLOCK)
+    raise FormatError(f"unsupported dtype {dtype!r} (this reader supports: {', '.join(DTYPES)})")
+
+
+def _finite_float32(array, what: str) -> np.ndarray:
+    array = np.asarray(array)
+    if array.dtype.kind != "f":
+        raise FormatError(f"{what}: expected floating point data, found {array.dtype}")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if not np.isfinite(array).all():
+        raise FormatError(f"{what}: contains NaN or infinity (at flat index "
+                          f"{int(np.flatnonzero(~np.isfinite(array))[0])})")
+    return array
+
+
+def f32_to_bf16(array, what: str = "tensor") -> np.ndarray:
+    """The upper 16 bits of each binary32 value, rounded to nearest, ties to even (uint16).
+
+    Refuses NaN and infinity, and finite values that round to infinity (beyond bf16's range)."""
+    bits = _finite_float32(array, what).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+               >> np.uint32(16)).astype(np.uint16)
+    if ((rounded & np.uint16(0x7FFF)) == np.uint16(0x7F80)).any():
+        raise FormatError(f"{what}: a value beyond bf16's range rounds to infinity")
+    return rounded
+
+
+def bf16_to_f32(halves) -> np.ndarray:
+    """The binary32 values with bits (b << 16): exact."""
+    return (np.asarray(halves, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def quantize_q8_0(array, what: str = "tensor") -> tuple[np.ndarray, np.ndarray]:
+    """q8_0 of a 2-D array [rows, cols], cols a multiple of 32: (quants int8 [rows, cols],
+    scales float32 [rows, cols / 32]). Per block of 32: d = max|x| / 127 and q = round-half-even
+    (x / d) clamped to [-127, 127], both binary32 divisions; a block of zeros has d = 0, q = 0."""
+    x = _finite_float32(array, what)
+    stored_nbytes("q8_0", x.shape)
+    blocks = x.reshape(-1, Q8_0_BLOCK)
+    scales = np.abs(blocks).max(axis=1, initial=np.float32(0)) / np.float32(127)
+    nonzero = scales != 0
+    quants = np.zeros(blocks.shape, dtype=np.int8)
+    ratios = blocks[nonzero] / scales[nonzero][:, None]
+    quants[nonzero] = np.clip(np.rint(ratios), -127, 127).astype(np.int8)
+    return quants.reshape(x.shape), scales.reshape(x.shape[0], x.shape[1] // Q8_0_BLOCK)
+
+
+def dequantize_q8_0(quants, scales) -> np.ndarray:
+    """value[i] = scales[i / 32] * quants[i], one binary32 multiply (float32 [rows, cols])."""
+    quants = np.asarray(quants, dtype=np.int8)
+    blocks = quants.reshape(-1, Q8_0_BLOCK).astype(np.float32)
+    d = np.asarray(scales, dtype=np.float32).reshape(-1, 1)
+    return (blocks * d).reshape(quants.shape)
+
+
+def encode_tensor(name: str, array, dtype: str) -> bytes:
+    """A tensor's bytes in dtype (little-endian; q8_0: the quants plane, then the scales plane).
+    bf16 and q8_0 refuse non-finite values."""
+    what = f"tensor \"{name}\""
+    if dtype == "f32":
+        return np.ascontiguousarray(array, dtype="<f4").tobytes()
+    if dtype == "bf16":
+        return f32_to_bf16(array, what).astype("<u2").tobytes()
+    if dtype == "q8_0":
+        quants, scales = quantize_q8_0(array, what)
+        return quants.tobytes() + scales.astype("<f4").tobytes()
+    raise FormatError(f"{what}: unsupported dtype {dtype!r} (expected one of {', '.join(DTYPES)})")
+
+
+def decode_tensor(data, dtype: str, shape) -> tuple[np.ndarray, tuple]:
+    """(float32 values, planes as stored) of a tensor's bytes; the arrays are read-only views or
+    dequantized copies."""
+    shape = tuple(shape)
+    if dtype == "f32":
+        values = np.frombuffer(data, dtype="<f4").reshape(shape)
+        return values, (values,)
+    if dtype == "bf16":
+        halves = np.frombuffer(data, dtype="<u2").reshape(shape)
+        return bf16_to_f32(halves), (halves,)
+    count = math.prod(shape)
+    quants = np.frombuffer(data, dtype=np.int8, count=count).reshape(shape)
+    scales = np.frombuffer(data, dtype="<f4", offset=count).reshape(shape[0],
+                                                                   shape[1] // Q8_0_BLOCK)
+    return dequantize_q8_0(quants, scales), (quants, scales)
+
+
+# --------------------------------------------------------------------------------------------
 # Container
 # --------------------------------------------------------------------------------------------
 
@@ -220,8 +349,10 @@ def _crc32(data) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
-def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = None) -> bytes:
-    """The bytes of a model file. `tensors`: (name, array) pairs, written in that order as f32.
+def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = None,
+                dtypes: dict | None = None) -> bytes:
+    """The bytes of a model file. `tensors`: (name, array) pairs, written in that order, each in
+    the dtype `dtypes` gives it (default f32; see file_dtypes).
 
     Validates the config (strictly: no unknown keys), the tokenizer and the tensor set first.
     """
@@ -230,21 +361,33 @@ def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = 
     if vocab != config["vocab_size"]:
         raise FormatError(f"tokenizer: {vocab} tokens, but config.vocab_size is "
                           f"{config['vocab_size']}")
+    dtypes = dict(dtypes or {})
     arrays = []
     for name, array in tensors:
         array = np.asarray(array)
         if array.dtype.kind != "f":
             raise FormatError(f"tensor \"{name}\": expected floating point data, found {array.dtype}")
-        arrays.append((name, np.ascontiguousarray(array, dtype="<f4")))
+        arrays.append((name, np.ascontiguousarray(array, dtype=np.float32)))
+    unknown = sorted(set(dtypes) - {name for name, _ in arrays})
+    if unknown:
+        raise FormatError(f"dtypes: no such tensor(s): {', '.join(unknown)}")
     names = [name for name, _ in arrays]
     if len(set(names)) != len(names):
         duplicates = sorted({name for name in names if names.count(name) > 1})
         raise FormatError(f"tensors: duplicate name(s): {', '.join(duplicates)}")
     check_tensor_set(config, {name: array.shape for name, array in arrays})
 
-    entries = [{"name": name, "dtype": "f32", "shape": list(array.shape), "offset": 0,
-                "nbytes": int(array.nbytes), "crc32": _crc32(array.tobytes())}
-               for name, array in arrays]
+    encoded = []
+    for name, array in arrays:
+        dtype = dtypes.get(name, "f32")
+        try:
+            stored_nbytes(dtype, array.shape)
+        except FormatError as error:
+            raise FormatError(f"tensor \"{name}\": {error}") from None
+        encoded.append((name, dtype, array.shape, encode_tensor(name, array, dtype)))
+    entries = [{"name": name, "dtype": dtype, "shape": list(shape), "offset": 0,
+                "nbytes": len(data), "crc32": _crc32(data)}
+               for name, dtype, shape, data in encoded]
     header = {"config": config, "tokenizer": tokenizer, "tensors": entries,
               "metadata": dict(metadata or {})}
     # Offsets depend on the header's length, which depends on the offsets: iterate to a fixed point
@@ -262,15 +405,16 @@ def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = 
 
     out = bytearray()
     out += MAGIC + struct.pack("<IIQ", VERSION, 0, len(header_bytes)) + header_bytes
-    for entry, (_, array) in zip(entries, arrays):
+    for entry, (_, _, _, data) in zip(entries, encoded):
         out += bytes(entry["offset"] - len(out))
-        out += array.tobytes()
+        out += data
     return bytes(out)
 
 
-def write_file(path, config: dict, tokenizer: dict, tensors, metadata: dict | None = None) -> int:
+def write_file(path, config: dict, tokenizer: dict, tensors, metadata: dict | None = None,
+               dtypes: dict | None = None) -> int:
     """Writes a model file (see encode_file); returns its size in bytes."""
-    data = encode_file(config, tokenizer, tensors, metadata)
+    data = encode_file(config, tokenizer, tensors, metadata, dtypes)
     Path(path).write_bytes(data)
     return len(data)
 
@@ -292,7 +436,10 @@ class ModelFileContents:
     metadata: dict
     header: dict
     entries: list = field(default_factory=list)  # TensorEntry, in header order
-    tensors: dict = field(default_factory=dict)  # name -> read-only float32 numpy array
+    tensors: dict = field(default_factory=dict)  # name -> float32 array (bf16, q8_0 dequantized)
+    # name -> the arrays as stored, read-only: f32 (values,), bf16 (uint16,), q8_0 (int8 quants
+    # [rows, cols], float32 scales [rows, cols / 32])
+    planes: dict = field(default_factory=dict)
     file_size: int = 0
 
 
@@ -333,9 +480,9 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
             raise FormatError(f"{label}.name: expected a string, found {name!r}")
         label = f"{where}: tensor \"{name}\""
         dtype = raw.get("dtype")
-        if dtype not in DTYPE_SIZES:
+        if dtype not in DTYPES:
             raise FormatError(f"{label}: unsupported dtype {dtype!r} (this reader supports: "
-                              f"{', '.join(DTYPE_SIZES)})")
+                              f"{', '.join(DTYPES)})")
         shape = raw.get("shape")
         if not isinstance(shape, list) or not all(_is_int(dim) and dim >= 0 for dim in shape):
             raise FormatError(f"{label}: shape: expected a list of integers >= 0, found {shape!r}")
@@ -343,10 +490,13 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
             if not _is_int(raw.get(key)) or raw[key] < 0:
                 raise FormatError(f"{label}: {key}: expected an integer >= 0, found {raw.get(key)!r}")
         entry = TensorEntry(name, dtype, tuple(shape), raw["offset"], raw["nbytes"], raw["crc32"])
-        expected_nbytes = math.prod(shape) * DTYPE_SIZES[dtype]
+        try:
+            expected_nbytes = stored_nbytes(dtype, shape)
+        except FormatError as error:
+            raise FormatError(f"{label}: {error}") from None
         if entry.nbytes != expected_nbytes:
-            raise FormatError(f"{label}: nbytes: expected {expected_nbytes} for shape {shape}, "
-                              f"found {entry.nbytes}")
+            raise FormatError(f"{label}: nbytes: expected {expected_nbytes} for shape {shape} of "
+                              f"{dtype}, found {entry.nbytes}")
         if entry.offset % ALIGNMENT != 0:
             raise FormatError(f"{label}: offset {entry.offset} is not a multiple of {ALIGNMENT}")
         if entry.offset < PREFIX_BYTES + header_len:
@@ -367,15 +517,14 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
         if before.offset + before.nbytes > after.offset:
             raise FormatError(f"{where}: tensors \"{before.name}\" and \"{after.name}\" overlap")
 
-    tensors = {}
+    tensors, planes = {}, {}
     view = memoryview(data)
     for entry in entries:
         chunk = view[entry.offset:entry.offset + entry.nbytes]
         if verify_checksums and _crc32(chunk) != entry.crc32:
             raise FormatError(f"{where}: tensor \"{entry.name}\": checksum mismatch (header crc32 "
                               f"{entry.crc32}, data crc32 {_crc32(chunk)})")
-        array = np.frombuffer(chunk, dtype="<f4").reshape(entry.shape)
-        tensors[entry.name] = array
+        tensors[entry.name], planes[entry.name] = decode_tensor(chunk, entry.dtype, entry.shape)
 
     config, tokenizer = header["config"], header["tokenizer"]
     if check_schema:
@@ -389,7 +538,7 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
                               f"{config['vocab_size']}")
         check_tensor_set(config, {e.name: e.shape for e in entries}, where=where)
     return ModelFileContents(config=config, tokenizer=tokenizer, metadata=metadata, header=header,
-                             entries=entries, tensors=tensors, file_size=size)
+                             entries=entries, tensors=tensors, planes=planes, file_size=size)
 
 
 def read_file(path, verify_checksums: bool = True, check_schema: bool = True) -> ModelFileContents:

@@ -234,7 +234,7 @@ class FileRoundTrip(unittest.TestCase):
         path, *_ = self.export("conv")
 
         def set_dtype(header):
-            header["tensors"][1]["dtype"] = "bf16"
+            header["tensors"][1]["dtype"] = "f16"
 
         def misalign(header):
             header["tensors"][1]["offset"] += 4
@@ -255,7 +255,7 @@ class FileRoundTrip(unittest.TestCase):
             header["future"] = 1
             header["config"]["future"] = 2
 
-        cases = ((set_dtype, 'unsupported dtype \'bf16\''), (misalign, "not a multiple of 64"),
+        cases = ((set_dtype, 'unsupported dtype \'f16\''), (misalign, "not a multiple of 64"),
                  (overlap, "overlap"), (drop_tensor, "missing tensor"),
                  (drop_config_key, "missing key.*window"), (bad_window, "config.window"))
         for edit, message in cases:
