@@ -215,4 +215,24 @@ TEST(GoldenFixtures, EveryVariantIsCovered) {
   }
 }
 
+// Every mixer also runs with q8_0 weights, and some with bf16.
+TEST(GoldenFixtures, EveryVariantIsCoveredQuantized) {
+  std::vector<std::string> q8_mixers, bf16_mixers;
+  for (const std::string& name : fixture_names()) {
+    aft_model* model = nullptr;
+    ASSERT_EQ(aft_model_load(load_fixture(name).model_path.c_str(), nullptr, &model), AFT_OK)
+        << aft_last_error();
+    aft_model_info info;
+    ASSERT_EQ(aft_model_get_info(model, &info), AFT_OK);
+    const char* dtype = aft_model_metadata_get(model, "metadata.dtype");
+    if (dtype != nullptr && std::string(dtype) == "q8_0") q8_mixers.push_back(info.mixer);
+    if (dtype != nullptr && std::string(dtype) == "bf16") bf16_mixers.push_back(info.mixer);
+    aft_model_free(model);
+  }
+  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+    EXPECT_NE(std::find(q8_mixers.begin(), q8_mixers.end(), mixer), q8_mixers.end()) << mixer;
+  }
+  EXPECT_GE(bf16_mixers.size(), 2u);
+}
+
 }  // namespace

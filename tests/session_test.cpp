@@ -9,6 +9,7 @@
 #include "api_handles.h"
 #include "logit_error.h"
 #include "model_file_writer.h"
+#include "run_command.h"
 
 namespace aft::testing {
 namespace {
@@ -147,7 +148,8 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
 
 // Models wide enough that every op's work is really split: d = 768 is 6 matmul column blocks
 // (kMatmulBlockColumns = 128) and 12 mixer channel ranges, d_ff = 2048 is 16 blocks, so 3 threads
-// get at least 2 blocks each. Prefill, decode and both after each other, for 1 to 4 threads.
+// get at least 2 blocks each. Prefill, decode and both after each other, for 1 to 4 threads; with
+// f32 weights and with the same model's linear weights in bf16 and q8_0 (by aft-quantize).
 TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
   for (const char* mixer : {"simple", "local", "conv", "full"}) {
     nlohmann::json config = tiny_config(mixer);
@@ -155,24 +157,36 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
     config["d_ff"] = 2048;
     if (config["mixer"] == "conv") config["n_heads"] = 8;
     config["n_layers"] = 1;
-    ModelHandle model = write_and_load(config);
-    const std::vector<int32_t> tokens = token_sequence(40, 256);
-    auto run = [&](int threads) {
-      SessionHandle session = new_session(model.get(), threads);
-      std::vector<float> logits = eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL);
-      for (std::size_t i = 0; i < 3; ++i) {
-        const std::vector<float> next =
-            eval(session.get(), model.get(), {tokens[i]}, AFT_LOGITS_LAST);
-        logits.insert(logits.end(), next.begin(), next.end());
+    write_random_model(file_.path(), config, 1, 0.1f);
+    for (const char* dtype : {"f32", "bf16", "q8_0"}) {
+      TempFile quantized;
+      std::string path = file_.path();
+      if (std::string(dtype) != "f32") {
+        path = quantized.path();
+        const CommandResult result = run_command(
+            AFT_QUANTIZE_PATH, shell_quote(file_.path()) + " " + shell_quote(path) + " " + dtype);
+        ASSERT_EQ(result.exit_code, 0) << result.err;
       }
-      return logits;
-    };
-    const std::vector<float> one = run(1);
-    for (int threads : {2, 3, 4}) {
-      const std::vector<float> many = run(threads);
-      ASSERT_EQ(one.size(), many.size());
-      for (std::size_t i = 0; i < one.size(); ++i) {
-        ASSERT_EQ(one[i], many[i]) << mixer << ", " << threads << " threads, logit " << i;
+      ModelHandle model = load_model(path);
+      const std::vector<int32_t> tokens = token_sequence(40, 256);
+      auto run = [&](int threads) {
+        SessionHandle session = new_session(model.get(), threads);
+        std::vector<float> logits = eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL);
+        for (std::size_t i = 0; i < 3; ++i) {
+          const std::vector<float> next =
+              eval(session.get(), model.get(), {tokens[i]}, AFT_LOGITS_LAST);
+          logits.insert(logits.end(), next.begin(), next.end());
+        }
+        return logits;
+      };
+      const std::vector<float> one = run(1);
+      for (int threads : {2, 3, 4}) {
+        const std::vector<float> many = run(threads);
+        ASSERT_EQ(one.size(), many.size());
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(one[i], many[i])
+              << mixer << ", " << dtype << ", " << threads << " threads, logit " << i;
+        }
       }
     }
   }
