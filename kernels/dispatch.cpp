@@ -23,10 +23,13 @@ struct Isa {
 // __builtin_cpu_init() makes the checks valid even from another file's static initializer.
 bool has_avx512() {
   __builtin_cpu_init();
-  // xsimd's avx512f kernels use some AVX512DQ instructions (e.g. in hadd).
+  // xsimd's avx512f kernels use some AVX512DQ instructions (e.g. in hadd); the q8_0 kernels use
+  // AVX512BW's byte instructions.
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
 }
+bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 bool has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -37,7 +40,9 @@ bool always() { return true; }
 // Best first.
 constexpr Isa kIsas[] = {
 #if defined(AFT_KERNELS_X86)
-    {"avx512", avx512_kernels, has_avx512}, {"avx2", avx2_kernels, has_avx2},
+    {"avx512vnni", avx512vnni_kernels, has_avx512vnni},
+    {"avx512", avx512_kernels, has_avx512},
+    {"avx2", avx2_kernels, has_avx2},
     {"sse2", sse2_kernels, always},  // the x86-64 baseline
 #endif
 #if defined(AFT_KERNELS_NEON)
@@ -46,7 +51,7 @@ constexpr Isa kIsas[] = {
     {"scalar", scalar_kernels, always},
 };
 
-constexpr const char* kKnownNames[] = {"avx512", "avx2", "sse2", "neon", "scalar"};
+constexpr const char* kKnownNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
 
 bool is_known_name(const char* name) {
   for (const char* known : kKnownNames) {
@@ -81,7 +86,8 @@ KernelChoice choose_kernels(const char* requested) {
     return {&best, asked + " is not available on this CPU or build; using " + best.isa};
   }
   return {&best,
-          asked + " is unknown (expected scalar, sse2, avx2, avx512 or neon); using " + best.isa};
+          asked + " is unknown (expected scalar, sse2, avx2, avx512, avx512vnni or neon); using " +
+              best.isa};
 }
 
 const KernelChoice& active_kernel_choice() {

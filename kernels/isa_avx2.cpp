@@ -10,7 +10,7 @@
 namespace aft::kernels {
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable kTable = simd::make_table<xsimd::fma3<xsimd::avx2>>("avx2");
+  static constexpr KernelTable kTable = simd::make_table<xsimd::fma3<xsimd::avx2>>("avx2");
   return kTable;
 }
 

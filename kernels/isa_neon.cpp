@@ -11,7 +11,7 @@
 namespace aft::kernels {
 
 const KernelTable& neon_kernels() {
-  static const KernelTable kTable = simd::make_table<xsimd::neon64>("neon");
+  static constexpr KernelTable kTable = simd::make_table<xsimd::neon64>("neon");
   return kTable;
 }
 

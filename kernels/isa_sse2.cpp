@@ -11,7 +11,7 @@
 namespace aft::kernels {
 
 const KernelTable& sse2_kernels() {
-  static const KernelTable kTable = simd::make_table<xsimd::sse2>("sse2");
+  static constexpr KernelTable kTable = simd::make_table<xsimd::sse2>("sse2");
   return kTable;
 }
 

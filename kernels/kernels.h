@@ -10,7 +10,7 @@
 namespace aft::kernels {
 
 struct KernelTable {
-  const char* isa;  // "avx512", "avx2", "sse2", "neon", "scalar"
+  const char* isa;  // "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"
 
   // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w row-major, row stride
   // cols.
@@ -142,8 +142,9 @@ constexpr std::size_t kFmaProbeMaxChains = 256;
 // The reference implementation: plain loops, no intrinsics.
 const KernelTable& scalar_kernels();
 
-// The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "neon"), or null when the name
-// is unknown, the ISA is not built for this target, or this CPU (and OS) cannot run it.
+// The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "neon"), or null
+// when the name is unknown, the ISA is not built for this target, or this CPU (and OS) cannot run
+// it.
 const KernelTable* kernels_for_isa(const char* isa);
 
 // The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
@@ -157,8 +158,8 @@ struct KernelChoice {
 KernelChoice choose_kernels(const char* requested);
 
 // The choice for this CPU and the environment variable AFT_ISA ("scalar", "sse2", "avx2",
-// "avx512", "neon"), made once; forcing an ISA the CPU lacks falls back to the best one it has,
-// with a warning the engine logs.
+// "avx512", "avx512vnni", "neon"), made once; forcing an ISA the CPU lacks falls back to the best
+// one it has, with a warning the engine logs.
 const KernelChoice& active_kernel_choice();
 inline const KernelTable& active_kernels() { return *active_kernel_choice().table; }
 

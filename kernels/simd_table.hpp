@@ -15,15 +15,17 @@
 #include "kernels/f32_relu.hpp"
 #include "kernels/f32_sum.hpp"
 #include "kernels/kernels.h"
+#include "kernels/q8_0.hpp"
+#include "kernels/simd_bf16.hpp"
 
 namespace aft::kernels::simd {
 
 template <class A>
-KernelTable make_table(const char* isa) {
+constexpr KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
-      &gemv_f32<A>,
-      &gemv_batch_f32<A>,
+      &gemv<A, float>,
+      &gemv_batch<A, float>,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,
@@ -36,13 +38,13 @@ KernelTable make_table(const char* isa) {
       &relu_f32<A>,
       &gelu_f32<A>,
       &add_f32<A>,
-      scalar_kernels().quantize_q8_0,
-      scalar_kernels().dequantize_q8_0,
-      scalar_kernels().gemv_q8_0,
-      scalar_kernels().gemv_batch_q8_0,
-      scalar_kernels().gemv_bf16,
-      scalar_kernels().gemv_batch_bf16,
-      scalar_kernels().bf16_to_f32,
+      &quantize_q8_0<A>,
+      &dequantize_q8_0<A>,
+      &gemv_q8_0<A>,
+      &gemv_batch_q8_0<A>,
+      &gemv<A, uint16_t>,
+      &gemv_batch<A, uint16_t>,
+      &bf16_to_f32<A>,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

@@ -46,7 +46,7 @@ void expect_close(double actual, double expected, double scale, double tol, cons
 // ---------------------------------------------------------------------------------------------
 // Dispatch.
 
-constexpr const char* kIsaNames[] = {"avx512", "avx2", "sse2", "neon", "scalar"};
+constexpr const char* kIsaNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
 
 TEST(Dispatch, ScalarIsAlwaysAvailable) {
   EXPECT_EQ(kernels_for_isa("scalar"), &scalar_kernels());
@@ -84,8 +84,11 @@ TEST(Dispatch, X86TablesFollowCpuFeatures) {
   EXPECT_EQ(kernels_for_isa("neon"), nullptr);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   EXPECT_EQ(kernels_for_isa("avx2") != nullptr, avx2);
-  EXPECT_EQ(kernels_for_isa("avx512") != nullptr,
-            avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"));
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+  EXPECT_EQ(kernels_for_isa("avx512") != nullptr, avx512);
+  EXPECT_EQ(kernels_for_isa("avx512vnni") != nullptr,
+            avx512 && __builtin_cpu_supports("avx512vnni"));
 }
 #endif
 
@@ -656,13 +659,14 @@ TEST(FmaProbe, FusedAndUnfusedChainsDiffer) {  // so the exact comparisons below
   EXPECT_GT(differ, 0);
 }
 
-// sse2 has no FMA instruction. xsimd 8.1 has no fma kernel for avx512f: its xsimd::fma is x * y +
-// z, which the compiler contracts to one instruction in optimized builds (-ffp-contract=fast, GCC's
-// default) but not always at -O1 (the Sanitize build): either is correct there.
+// sse2 has no FMA instruction. xsimd 8.1 has no fma kernel for avx512f (whose probe the avx512vnni
+// table shares): its xsimd::fma is x * y + z, which the compiler contracts to one instruction in
+// optimized builds (-ffp-contract=fast, GCC's default) but not always at -O1 (the Sanitize build):
+// either is correct there.
 enum class Fusion { Fused, Unfused, Either };
 Fusion expected_fusion(const std::string& isa) {
   if (isa == "sse2") return Fusion::Unfused;
-  return isa == "avx512" ? Fusion::Either : Fusion::Fused;
+  return isa == "avx512" || isa == "avx512vnni" ? Fusion::Either : Fusion::Fused;
 }
 
 TEST_P(IsaTest, FmaProbeFollowsTheDefinition) {

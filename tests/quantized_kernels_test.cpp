@@ -1,0 +1,516 @@
+// The bf16 and q8_0 kernels: the scalar reference against float64 and the format's definitions,
+// every ISA table this CPU runs against the scalar reference (bitwise where the contract says so),
+// and the batch GEMVs against the single ones, bit for bit.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "random_vector.h"
+
+#include "kernels/bf16.h"
+#include "kernels/kernels.h"
+
+namespace aft::kernels {
+namespace {
+
+using test_data::random_vector;
+
+constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels must leave it
+constexpr std::size_t kBlock = kQ8BlockSize;
+
+// Every ISA name dispatch knows; those this CPU (or build) lacks are skipped.
+constexpr const char* kIsaNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
+
+float from_bits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+uint32_t to_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// q8_0 data of a matrix or a vector.
+struct Q8 {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+};
+
+Q8 quantize(const KernelTable& k, const std::vector<float>& x) {
+  Q8 out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock)};
+  k.quantize_q8_0(x.size(), x.data(), out.q.data(), out.d.data());
+  return out;
+}
+
+// Random values with a magnitude that changes from block to block, an all-zero block, and a block
+// of values too small for a nonzero scale (amax / 127 underflows to 0).
+std::vector<float> varied_values(std::size_t n, unsigned seed) {
+  auto x = random_vector(n, -1.0f, 1.0f, seed);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  for (std::size_t b = 0; b < n / kBlock; ++b) {
+    const float scale = std::ldexp(1.0f, exponent(rng));
+    for (std::size_t i = 0; i < kBlock; ++i) x[b * kBlock + i] *= scale;
+  }
+  if (n >= 3 * kBlock) {
+    for (std::size_t i = 0; i < kBlock; ++i) x[kBlock + i] = 0.0f;
+    for (std::size_t i = 0; i < kBlock; ++i) x[2 * kBlock + i] = i % 2 ? 1e-45f : -1e-45f;
+  }
+  return x;
+}
+
+// A block where x / d falls exactly halfway between integers: amax = 127 makes d = 1.
+std::vector<float> tie_values() {
+  std::vector<float> x(2 * kBlock);
+  for (std::size_t i = 0; i < kBlock; ++i) {
+    x[i] = (i % 2 ? -1.0f : 1.0f) * (static_cast<float>(i) + 0.5f);
+    x[kBlock + i] = -126.5f + static_cast<float>(i);  // ties near the ends of the range
+  }
+  x[0] = 127.0f;
+  x[kBlock] = -127.0f;
+  return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch.
+
+TEST(QuantizedDispatch, TablesAreComplete) {
+  for (const char* name : kIsaNames) {
+    const KernelTable* t = kernels_for_isa(name);
+    if (t == nullptr) continue;
+    EXPECT_STREQ(t->isa, name);
+    EXPECT_NE(t->quantize_q8_0, nullptr) << name;
+    EXPECT_NE(t->dequantize_q8_0, nullptr) << name;
+    EXPECT_NE(t->gemv_q8_0, nullptr) << name;
+    EXPECT_NE(t->gemv_batch_q8_0, nullptr) << name;
+    EXPECT_NE(t->gemv_bf16, nullptr) << name;
+    EXPECT_NE(t->gemv_batch_bf16, nullptr) << name;
+    EXPECT_NE(t->bf16_to_f32, nullptr) << name;
+  }
+}
+
+#if defined(__x86_64__)
+TEST(QuantizedDispatch, Avx512NeedsBytesAndVnniIsBestWhereThere) {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2") &&
+                      __builtin_cpu_supports("fma");
+  const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+  EXPECT_EQ(kernels_for_isa("avx512") != nullptr, avx512);
+  EXPECT_EQ(kernels_for_isa("avx512vnni") != nullptr, vnni);
+  if (vnni) {
+    EXPECT_STREQ(choose_kernels(nullptr).table->isa, "avx512vnni");
+  }
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// bf16 conversions.
+
+TEST(Bf16, FromFloatRoundsToNearestEven) {
+  struct Case {
+    uint32_t f32;
+    uint16_t bf16;
+  };
+  const Case cases[] = {
+      {0x3f800000u, 0x3f80u},  // 1
+      {0xbf800000u, 0xbf80u},  // -1
+      {0x3f808000u, 0x3f80u},  // tie, even below: down
+      {0x3f818000u, 0x3f82u},  // tie, odd below: up
+      {0x3f808001u, 0x3f81u},  // above the tie
+      {0x3f807fffu, 0x3f80u},  // below the tie
+      {0xbf808000u, 0xbf80u},  // negative tie, even: toward zero
+      {0xbf818000u, 0xbf82u},  // negative tie, odd: away from zero
+      {0xbf80ffffu, 0xbf81u},  // negative, rounds to the larger magnitude
+      {0x00000000u, 0x0000u},  // 0
+      {0x80000000u, 0x8000u},  // -0
+      {0x00018000u, 0x0002u},  // subnormal tie
+      {0x7f7fffffu, 0x7f80u},  // the largest float rounds to infinity
+      {0xff7fffffu, 0xff80u},  // and the most negative to -infinity
+      {0x7f800000u, 0x7f80u},  // infinity
+      {0xff800000u, 0xff80u},  // -infinity
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(f32_to_bf16(from_bits(c.f32)), c.bf16) << std::hex << c.f32;
+  }
+  // A NaN whose payload is only in the dropped bits stays a NaN (it would round to infinity).
+  for (uint32_t nan : {0x7f800001u, 0xffc00000u, 0x7fffffffu}) {
+    const float widened = from_bits(uint32_t{f32_to_bf16(from_bits(nan))} << 16);
+    EXPECT_TRUE(std::isnan(widened)) << std::hex << nan;
+  }
+}
+
+TEST(Bf16, RoundTripKeepsBf16Values) {
+  const auto x = random_vector(1000, -1e6f, 1e6f, 1);
+  for (float v : x) {
+    const uint16_t b = f32_to_bf16(v);
+    const float widened = from_bits(uint32_t{b} << 16);
+    EXPECT_EQ(f32_to_bf16(widened), b) << v;
+    // Nearest: within half a unit of the 8-bit significand.
+    EXPECT_LE(std::fabs(widened - v), std::ldexp(std::fabs(v), -8)) << v;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scalar reference against the definitions and float64.
+
+TEST(QuantizedReference, QuantizeFollowsTheFormat) {
+  const KernelTable& k = scalar_kernels();
+  auto x = varied_values(4 * kBlock, 2);
+  const auto ties = tie_values();
+  x.insert(x.end(), ties.begin(), ties.end());
+  const Q8 out = quantize(k, x);
+  for (std::size_t b = 0; b < x.size() / kBlock; ++b) {
+    double amax = 0.0;
+    for (std::size_t i = 0; i < kBlock; ++i)
+      amax = std::max(amax, std::fabs(double(x[b * kBlock + i])));
+    const float d = static_cast<float>(amax) / 127.0f;
+    EXPECT_EQ(to_bits(out.d[b]), to_bits(d)) << "block " << b;
+    for (std::size_t i = 0; i < kBlock; ++i) {
+      const std::size_t e = b * kBlock + i;
+      int expected = 0;
+      if (d != 0.0f) {
+        // Round half to even, written out, of the binary32 quotient.
+        const double quotient = x[e] / d;
+        const double lower = std::floor(quotient);
+        const double frac = quotient - lower;
+        expected = static_cast<int>(
+            frac > 0.5 || (frac == 0.5 && std::fmod(lower, 2.0) != 0.0) ? lower + 1 : lower);
+        expected = std::max(-127, std::min(127, expected));
+      }
+      EXPECT_EQ(out.q[e], expected) << "element " << e << " x " << x[e] << " d " << d;
+    }
+  }
+  // The tie block: d = 1, so q is the tie rounded to even.
+  const std::size_t t = 4 * kBlock;
+  EXPECT_EQ(out.d[4], 1.0f);
+  EXPECT_EQ(out.q[t + 1], -2);             // -1.5
+  EXPECT_EQ(out.q[t + 2], 2);              // 2.5
+  EXPECT_EQ(out.q[t + 3], -4);             // -3.5
+  EXPECT_EQ(out.q[t + kBlock + 1], -126);  // -125.5
+  EXPECT_EQ(out.q[t + kBlock], -127);
+  // The zero and underflowing blocks.
+  EXPECT_EQ(out.d[1], 0.0f);
+  EXPECT_EQ(out.d[2], 0.0f);
+  for (std::size_t i = kBlock; i < 3 * kBlock; ++i) EXPECT_EQ(out.q[i], 0);
+}
+
+TEST(QuantizedReference, DequantizeInvertsQuantizeWithinHalfAStep) {
+  const KernelTable& k = scalar_kernels();
+  const auto x = varied_values(8 * kBlock, 3);
+  const Q8 q = quantize(k, x);
+  std::vector<float> back(x.size() + 16, kGuard);
+  k.dequantize_q8_0(x.size(), q.q.data(), q.d.data(), back.data());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(back[i], q.d[i / kBlock] * static_cast<float>(q.q[i]));
+    // Half a step, plus the roundings of the division and the product (1e-44: the block whose
+    // scale underflows to 0).
+    EXPECT_LE(std::fabs(back[i] - x[i]), (0.5 + 1e-4) * q.d[i / kBlock] + 1e-44) << i;
+  }
+  for (std::size_t i = x.size(); i < back.size(); ++i) EXPECT_EQ(back[i], kGuard);
+}
+
+// The contract's formula in float64: sum over blocks of wd * xd * isum, the isum exact integers.
+// Also the magnitude the float error is relative to.
+struct Q8Expected {
+  double value;
+  double magnitude;
+};
+
+Q8Expected q8_row_f64(std::size_t cols, const int8_t* wq, const float* wd, const Q8& x,
+                      const float* bias) {
+  Q8Expected e{bias ? *bias : 0.0, bias ? std::fabs(*bias) : 0.0};
+  for (std::size_t b = 0; b < cols / kBlock; ++b) {
+    int64_t isum = 0, iabs = 0;
+    for (std::size_t i = 0; i < kBlock; ++i) {
+      isum += int64_t{wq[b * kBlock + i]} * x.q[b * kBlock + i];
+      iabs += std::abs(int64_t{wq[b * kBlock + i]} * x.q[b * kBlock + i]);
+    }
+    const double scale = double(wd[b]) * x.d[b];
+    e.value += scale * double(isum);
+    e.magnitude += std::fabs(scale) * double(iabs);
+  }
+  return e;
+}
+
+const std::vector<std::size_t> kQ8Cols = {32, 64, 96, 2048};
+
+TEST(QuantizedReference, GemvQ8MatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  for (std::size_t rows : {1, 5, 17}) {
+    for (std::size_t cols : kQ8Cols) {
+      const Q8 w = quantize(k, varied_values(rows * cols, 4));
+      const Q8 x = quantize(k, random_vector(cols, -3.0f, 3.0f, 5));
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 6);
+      std::vector<float> y(rows + 16, kGuard);
+      k.gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), bias.data(),
+                  y.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        const Q8Expected e = q8_row_f64(cols, &w.q[r * cols], &w.d[r * cols / kBlock], x, &bias[r]);
+        // The float products wd * xd (half an ulp each) and the final rounding.
+        EXPECT_LE(std::fabs(y[r] - e.value), 1e-6 * e.magnitude + 1e-6 * std::fabs(e.value))
+            << rows << "x" << cols << " row " << r;
+      }
+      for (std::size_t i = rows; i < y.size(); ++i) EXPECT_EQ(y[i], kGuard);
+    }
+  }
+}
+
+std::vector<uint16_t> random_bf16(std::size_t n, unsigned seed) {
+  const auto x = random_vector(n, -1.0f, 1.0f, seed);
+  std::vector<uint16_t> b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = f32_to_bf16(x[i]);
+  return b;
+}
+
+TEST(QuantizedReference, GemvBf16MatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  for (std::size_t rows : {1, 5, 17}) {
+    for (std::size_t cols : {1, 7, 32, 33, 257}) {
+      const auto w = random_bf16(rows * cols, 7);
+      const auto x = random_vector(cols, -1.0f, 1.0f, 8);
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 9);
+      std::vector<float> y(rows);
+      k.gemv_bf16(rows, cols, w.data(), x.data(), bias.data(), y.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        double sum = bias[r], magnitude = std::fabs(bias[r]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          const double product = double(from_bits(uint32_t{w[r * cols + c]} << 16)) * x[c];
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        EXPECT_LE(std::fabs(y[r] - sum), 0x1p-23 * std::fabs(sum) + 1e-12 * magnitude)
+            << rows << "x" << cols << " row " << r;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every ISA against the reference.
+
+class QuantizedIsaTest : public testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    table_ = kernels_for_isa(GetParam());
+    if (table_ == nullptr) GTEST_SKIP() << GetParam() << " is not available on this CPU";
+  }
+  const KernelTable& k() const { return *table_; }
+  const KernelTable& ref() const { return scalar_kernels(); }
+
+ private:
+  const KernelTable* table_ = nullptr;
+};
+
+TEST_P(QuantizedIsaTest, QuantizeIsBitIdentical) {
+  for (std::size_t n : kQ8Cols) {
+    auto x = varied_values(n, 10 + n);
+    const auto ties = tie_values();
+    x.insert(x.end(), ties.begin(), ties.end());
+    const Q8 got = quantize(k(), x), want = quantize(ref(), x);
+    for (std::size_t b = 0; b < want.d.size(); ++b) {
+      ASSERT_EQ(to_bits(got.d[b]), to_bits(want.d[b])) << "n=" << n << " block " << b;
+    }
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got.q[i], want.q[i]) << "n=" << n << " element " << i << " x " << x[i];
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, DequantizeIsBitIdentical) {
+  for (std::size_t n : kQ8Cols) {
+    const Q8 q = quantize(ref(), varied_values(n, 20 + n));
+    std::vector<float> got(n + 16, kGuard), want(n + 16, kGuard);
+    k().dequantize_q8_0(n, q.q.data(), q.d.data(), got.data());
+    ref().dequantize_q8_0(n, q.q.data(), q.d.data(), want.data());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(to_bits(got[i]), to_bits(want[i])) << "n=" << n << " element " << i;
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, Bf16ToF32IsExactForEveryPattern) {
+  std::vector<uint16_t> all(65536 + 7);  // a tail after every full batch
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{17}, all.size()}) {
+    std::vector<float> x(n + 16, kGuard);
+    k().bf16_to_f32(n, all.data(), x.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(to_bits(x[i]), uint32_t{all[i]} << 16) << "n=" << n << " element " << i;
+    }
+    for (std::size_t i = n; i < x.size(); ++i) ASSERT_EQ(x[i], kGuard);
+  }
+}
+
+// Rows: groups of the kernels' row blocks with every leftover.
+const std::vector<std::size_t> kRows = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33};
+
+TEST_P(QuantizedIsaTest, GemvQ8MatchesReference) {
+  for (std::size_t rows : kRows) {
+    for (std::size_t cols : kQ8Cols) {
+      const Q8 w = quantize(ref(), varied_values(rows * cols, 30));
+      const Q8 x = quantize(ref(), varied_values(cols, 31));
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 32);
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> y(rows + 16, kGuard), want(rows);
+        k().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), b, y.data());
+        ref().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), b, want.data());
+        for (std::size_t r = 0; r < rows; ++r) {
+          const Q8Expected e =
+              q8_row_f64(cols, &w.q[r * cols], &w.d[r * cols / kBlock], x, b ? b + r : nullptr);
+          // Float sums of cols / 32 block terms per lane, then the lanes: measured below 1e-6.
+          EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * e.magnitude)
+              << rows << "x" << cols << " row " << r << (b ? " bias" : "");
+        }
+        for (std::size_t i = rows; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+      }
+    }
+  }
+}
+
+// Integer sums up to 2^24 and power-of-two scales: every float operation is exact, so every ISA
+// gives the exact value. Quants at +-127 (the widest products: no int16 step may saturate), signs
+// alternating by block and by row, and all-zero blocks (scale 0).
+TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
+  for (std::size_t rows : {1, 5, 9}) {
+    for (std::size_t cols : {32, 64, 96, 256}) {
+      const std::size_t blocks = cols / kBlock;
+      Q8 w{std::vector<int8_t>(rows * cols), std::vector<float>(rows * blocks, 0.5f)};
+      Q8 x{std::vector<int8_t>(cols), std::vector<float>(blocks, 2.0f)};
+      for (std::size_t i = 0; i < w.q.size(); ++i) {
+        w.q[i] = static_cast<int8_t>(((i / kBlock) % 2 ? -127 : 127) * (i % 3 == 0 ? -1 : 1));
+      }
+      for (std::size_t i = 0; i < cols; ++i)
+        x.q[i] = static_cast<int8_t>((i / kBlock) % 3 == 2 ? 0 : -127);
+      if (blocks > 1) w.d[1] = 0.0f;  // a zero block scale with nonzero quants: contributes 0
+      std::vector<float> y(rows);
+      k().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), nullptr, y.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        const Q8Expected e = q8_row_f64(cols, &w.q[r * cols], &w.d[r * blocks], x, nullptr);
+        EXPECT_EQ(y[r], e.value) << rows << "x" << cols << " row " << r;
+      }
+    }
+  }
+}
+
+// A batch of sequences must decode as each would alone. Shapes: odd row counts, panels of 16 KB
+// (100 rows of 2048 columns are several), odd vector counts, a stride wider than the data.
+TEST_P(QuantizedIsaTest, GemvQ8BatchHasTheBitsOfGemv) {
+  for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
+    for (std::size_t cols : kQ8Cols) {
+      for (std::size_t vectors : {1, 2, 3, 5}) {
+        const std::size_t y_stride = rows + 5;
+        const Q8 w = quantize(ref(), varied_values(rows * cols, 40));
+        const Q8 x = quantize(ref(), random_vector(vectors * cols, -2.0f, 2.0f, 41));
+        const auto bias = random_vector(rows, -1.0f, 1.0f, 42);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          std::vector<float> y(vectors * y_stride + 16, kGuard);
+          k().gemv_batch_q8_0(rows, cols, w.q.data(), w.d.data(), vectors, x.q.data(), x.d.data(),
+                              b, y.data(), y_stride);
+          for (std::size_t v = 0; v < vectors; ++v) {
+            std::vector<float> alone(rows);
+            k().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), &x.q[v * cols],
+                          &x.d[v * cols / kBlock], b, alone.data());
+            for (std::size_t r = 0; r < rows; ++r) {
+              ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
+                  << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r;
+            }
+            for (std::size_t r = rows; r < y_stride && v + 1 < vectors; ++r) {
+              ASSERT_EQ(y[v * y_stride + r], kGuard) << "wrote between rows of the output";
+            }
+          }
+          for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+        }
+      }
+    }
+  }
+}
+
+const std::vector<std::size_t> kBf16Cols = {1, 7, 16, 33, 40, 257, 2048};
+
+// The bf16 GEMV is the f32 GEMV of the widened weights: the same bits on every table.
+TEST_P(QuantizedIsaTest, GemvBf16IsGemvF32OfWidenedWeights) {
+  for (std::size_t rows : kRows) {
+    for (std::size_t cols : kBf16Cols) {
+      const auto w = random_bf16(rows * cols, 50);
+      std::vector<float> widened(w.size());
+      ref().bf16_to_f32(w.size(), w.data(), widened.data());
+      const auto x = random_vector(cols, -1.0f, 1.0f, 51);
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 52);
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> y(rows + 16, kGuard), f32(rows);
+        k().gemv_bf16(rows, cols, w.data(), x.data(), b, y.data());
+        k().gemv_f32(rows, cols, widened.data(), x.data(), b, f32.data());
+        for (std::size_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(to_bits(y[r]), to_bits(f32[r])) << rows << "x" << cols << " row " << r;
+        }
+        for (std::size_t i = rows; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+      }
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, GemvBf16MatchesReference) {
+  for (std::size_t rows : kRows) {
+    for (std::size_t cols : kBf16Cols) {
+      const auto w = random_bf16(rows * cols, 53);
+      const auto x = random_vector(cols, -1.0f, 1.0f, 54);
+      std::vector<float> y(rows), want(rows);
+      k().gemv_bf16(rows, cols, w.data(), x.data(), nullptr, y.data());
+      ref().gemv_bf16(rows, cols, w.data(), x.data(), nullptr, want.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        double magnitude = 0.0;
+        for (std::size_t c = 0; c < cols; ++c) {
+          magnitude += std::fabs(from_bits(uint32_t{w[r * cols + c]} << 16) * x[c]);
+        }
+        // As the f32 GEMV: float FMA chains, measured below 1e-6 of the magnitudes.
+        EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * magnitude)
+            << rows << "x" << cols << " row " << r;
+      }
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, GemvBf16BatchHasTheBitsOfGemv) {
+  for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
+    for (std::size_t cols : kBf16Cols) {
+      for (std::size_t vectors : {1, 2, 3, 5}) {
+        const std::size_t x_stride = cols + 3, y_stride = rows + 5;
+        const auto w = random_bf16(rows * cols, 55);
+        const auto x = random_vector(vectors * x_stride, -1.0f, 1.0f, 56);
+        const auto bias = random_vector(rows, -1.0f, 1.0f, 57);
+        std::vector<float> y(vectors * y_stride + 16, kGuard);
+        k().gemv_batch_bf16(rows, cols, w.data(), vectors, x.data(), x_stride, bias.data(),
+                            y.data(), y_stride);
+        for (std::size_t v = 0; v < vectors; ++v) {
+          std::vector<float> alone(rows);
+          k().gemv_bf16(rows, cols, w.data(), &x[v * x_stride], bias.data(), alone.data());
+          for (std::size_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
+                << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r;
+          }
+        }
+        for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedIsaTest, testing::ValuesIn(kIsaNames),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+}  // namespace
+}  // namespace aft::kernels
