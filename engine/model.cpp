@@ -32,8 +32,8 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
                                       shape_string(tensor->shape));
     }
     if (tensor->dtype != DType::F32 && !spec.linear_weight) {
-      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + spec.name + "\": expected f32, found " +
-                                      dtype_name(tensor->dtype) +
+      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + spec.name +
+                                      "\": expected f32, found " + dtype_name(tensor->dtype) +
                                       " (only linear layers' weights may be bf16 or q8_0)");
     }
   }
@@ -73,9 +73,8 @@ std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_ch
 
 Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
-  program_ = build_aft_lm_graph(config_, [this](const std::string& name) {
-    return weight_matrix(*file_.find(name));
-  });
+  program_ = build_aft_lm_graph(
+      config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); });
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();
   for (const TensorInfo& tensor : file_.tensors()) {

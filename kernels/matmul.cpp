@@ -147,8 +147,7 @@ struct Matmul::Impl {
     if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
     const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
-    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
-                         f32_weights(column, width));
+    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine, f32_weights(column, width));
     const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},

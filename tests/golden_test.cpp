@@ -151,8 +151,8 @@ TEST_P(GoldenTest, DecodeMatchesReference) {
 }
 
 TEST_P(GoldenTest, UnevenChunksMatchReference) {
-  expect_matches_reference(run_chunked({5, 1, 3, 11, 2}), fixture_.logits,
-                           fixture_.mixed_tolerance, "chunks of 5, 1, 3, 11, 2");
+  expect_matches_reference(run_chunked({5, 1, 3, 11, 2}), fixture_.logits, fixture_.mixed_tolerance,
+                           "chunks of 5, 1, 3, 11, 2");
 }
 
 // Prefill a prompt, then decode: the same logits as decoding from the start.

@@ -230,9 +230,9 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
       for (int threads : {1, 2, 3}) {
         quantized.run(p.m, p.x.data(), got.data(), threads);
         for (std::size_t i = 0; i < want.size(); ++i) {
-          ASSERT_EQ(got[i], want[i]) << (type == 0 ? "bf16" : "q8_0") << ", M=" << s.m
-                                     << " K=" << s.k << " N=" << s.n << ", " << threads
-                                     << " threads, value " << i;
+          ASSERT_EQ(got[i], want[i])
+              << (type == 0 ? "bf16" : "q8_0") << ", M=" << s.m << " K=" << s.k << " N=" << s.n
+              << ", " << threads << " threads, value " << i;
         }
       }
     }
@@ -249,8 +249,9 @@ TEST(Matmul, RejectsInvalidShapes) {
   const float scales[2] = {};
   EXPECT_THROW(Matmul(48, 1, WeightMatrix(WeightType::Q8_0, quants, scales), nullptr, PostOp::None),
                std::invalid_argument);  // K not a multiple of the block
-  EXPECT_THROW(Matmul(32, 2, WeightMatrix(WeightType::Q8_0, quants, nullptr), nullptr, PostOp::None),
-               std::invalid_argument);
+  EXPECT_THROW(
+      Matmul(32, 2, WeightMatrix(WeightType::Q8_0, quants, nullptr), nullptr, PostOp::None),
+      std::invalid_argument);
 }
 
 TEST(Matmul, RowCountBeyondOneDnnIsAnError) {

@@ -12,8 +12,8 @@ constexpr std::size_t kRowAlign = 64;
 
 class LinearOp final : public Op {
  public:
-  LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w,
-           const float* bias, kernels::PostOp post)
+  LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w, const float* bias,
+           kernels::PostOp post)
       : in_width_(in_width),
         out_width_(out_width),
         w_(w),
