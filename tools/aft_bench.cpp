@@ -86,11 +86,16 @@ int run(const Options& o) {
   report.repetitions = o.repetitions;
   report.model_path = o.model;
   report.model = info;
+  report.weight_dtype = model.weight_dtype();
+  // q8_0: 32 one-byte quants and a 4-byte scale per block (docs/format.md).
+  const double bytes_per_weight =
+      report.weight_dtype == "bf16" ? 2.0 : report.weight_dtype == "q8_0" ? 36.0 / 32.0 : 4.0;
+  report.matmul_weight_bytes = bytes_per_weight * static_cast<double>(info.n_matmul_parameters);
 
   std::optional<Probes> probes;
   if (o.limits) {
     progress.show("preparing the machine probes");
-    const auto weight_bytes = static_cast<std::size_t>(4 * info.n_matmul_parameters);
+    const auto weight_bytes = static_cast<std::size_t>(report.matmul_weight_bytes);
     probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe()});
     report.bandwidth_bytes = probes->memory.bytes();
     report.weights_probe_bytes = probes->weights.bytes();

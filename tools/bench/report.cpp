@@ -8,10 +8,8 @@
 namespace aft::bench {
 namespace {
 
-// Decode reads each matmul weight (f32) once per token; prefill does 2 FLOPs with each per token.
-double weight_bytes(const Report& r) {
-  return 4.0 * static_cast<double>(r.model.n_matmul_parameters);
-}
+// Decode reads each matmul weight once per token; prefill does 2 FLOPs with each per token.
+double weight_bytes(const Report& r) { return r.matmul_weight_bytes; }
 double flops_per_token(const Report& r) {
   return 2.0 * static_cast<double>(r.model.n_matmul_parameters);
 }
@@ -143,9 +141,10 @@ void write_markdown(const Report& r, std::FILE* out) {
   std::fprintf(out, "- matmul: %s\n", r.matmul.c_str());
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
   std::fprintf(out,
-               "- parameters: %s, %s in matmuls (%.1f MB of f32 weights read per decoded token)\n",
+               "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
                millions(r.model.n_parameters).c_str(),
-               millions(r.model.n_matmul_parameters).c_str(), weight_bytes(r) / 1e6);
+               millions(r.model.n_matmul_parameters).c_str(), weight_bytes(r) / 1e6,
+               r.weight_dtype.c_str());
 
   if (!r.limits.empty()) {
     std::fprintf(out,
@@ -213,6 +212,7 @@ void write_json(const Report& r, std::FILE* out) {
                 {"max_positions", i.max_positions},
                 {"n_parameters", i.n_parameters},
                 {"n_matmul_parameters", i.n_matmul_parameters},
+                {"weight_dtype", r.weight_dtype},
                 {"matmul_weight_bytes", weight_bytes(r)},
                 {"file_bytes", i.file_bytes}};
   if (r.limits.empty()) {

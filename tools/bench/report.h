@@ -61,6 +61,10 @@ struct Report {
   int repetitions = 0;
   std::string model_path;
   aft_model_info model{};
+  // The linear layers' weight dtype (the file's metadata "dtype"; f32 when absent) and the bytes of
+  // those weights that decode reads per token.
+  std::string weight_dtype = "f32";
+  double matmul_weight_bytes = 0.0;
   std::size_t bandwidth_bytes = 0;      // the memory read probe's buffer; 0 with --no-limits
   std::size_t weights_probe_bytes = 0;  // the weight-sized read probe's buffer
   std::vector<MeasuredLimits> limits;   // empty with --no-limits

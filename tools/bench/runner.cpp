@@ -28,6 +28,11 @@ BenchModel::BenchModel(const std::string& path) {
   check(aft_model_get_info(model_.get(), &info_), "reading the model");
 }
 
+std::string BenchModel::weight_dtype() const {
+  const char* dtype = aft_model_metadata_get(model_.get(), "metadata.dtype");
+  return dtype ? dtype : "f32";
+}
+
 double BenchModel::time_prefill(const std::vector<int32_t>& tokens, std::size_t n,
                                 int threads) const {
   const Session session = new_session(model_.get(), threads);

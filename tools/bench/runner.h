@@ -16,6 +16,8 @@ class BenchModel {
  public:
   explicit BenchModel(const std::string& path);
   const aft_model_info& info() const { return info_; }
+  // The linear layers' weight dtype: the file's metadata "dtype", f32 when absent.
+  std::string weight_dtype() const;
 
   // Seconds to prefill tokens[0, n) in a fresh session (logits of the last token).
   double time_prefill(const std::vector<int32_t>& tokens, std::size_t n, int threads) const;
