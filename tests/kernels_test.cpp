@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "isa_table_test.h"
 #include "random_vector.h"
 
 #include "kernels/kernels.h"
@@ -383,18 +384,7 @@ AftExpected softmax_average(const AftStream& s, bool per_channel) {
   return e;
 }
 
-class IsaTest : public testing::TestWithParam<const char*> {
- protected:
-  void SetUp() override {
-    table_ = kernels_for_isa(GetParam());
-    if (table_ == nullptr) GTEST_SKIP() << GetParam() << " is not available on this CPU";
-  }
-  const KernelTable& k() const { return *table_; }
-  const KernelTable& ref() const { return scalar_kernels(); }
-
- private:
-  const KernelTable* table_ = nullptr;
-};
+class IsaTest : public IsaTableTest {};
 
 // Each of the 1000 steps rounds the sums (and, when the maximum moves, the rescale, whose exp is
 // good to ~1.5 ulp): the bound grows like steps * ulp (1.2e-4) but the errors are independent and

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "isa_table_test.h"
 #include "random_vector.h"
 
 #include "kernels/bf16.h"
@@ -300,18 +301,7 @@ TEST(QuantizedReference, GemvBf16MatchesFloat64) {
 // ---------------------------------------------------------------------------------------------
 // Every ISA against the reference.
 
-class QuantizedIsaTest : public testing::TestWithParam<const char*> {
- protected:
-  void SetUp() override {
-    table_ = kernels_for_isa(GetParam());
-    if (table_ == nullptr) GTEST_SKIP() << GetParam() << " is not available on this CPU";
-  }
-  const KernelTable& k() const { return *table_; }
-  const KernelTable& ref() const { return scalar_kernels(); }
-
- private:
-  const KernelTable* table_ = nullptr;
-};
+class QuantizedIsaTest : public IsaTableTest {};
 
 TEST_P(QuantizedIsaTest, QuantizeIsBitIdentical) {
   for (std::size_t n : kQ8Cols) {

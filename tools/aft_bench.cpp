@@ -88,8 +88,9 @@ int run(const Options& o) {
   report.model = info;
   report.weight_dtype = model.weight_dtype();
   // q8_0: 32 one-byte quants and a 4-byte scale per block (docs/format.md).
-  const double bytes_per_weight =
-      report.weight_dtype == "bf16" ? 2.0 : report.weight_dtype == "q8_0" ? 36.0 / 32.0 : 4.0;
+  const double bytes_per_weight = report.weight_dtype == "bf16"   ? 2.0
+                                  : report.weight_dtype == "q8_0" ? 36.0 / 32.0
+                                                                  : 4.0;
   report.matmul_weight_bytes = bytes_per_weight * static_cast<double>(info.n_matmul_parameters);
 
   std::optional<Probes> probes;

@@ -140,11 +140,10 @@ void write_markdown(const Report& r, std::FILE* out) {
                r.kernel_isa.c_str(), thread_list(r.threads).c_str(), r.repetitions);
   std::fprintf(out, "- matmul: %s\n", r.matmul.c_str());
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
-  std::fprintf(out,
-               "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
-               millions(r.model.n_parameters).c_str(),
-               millions(r.model.n_matmul_parameters).c_str(), weight_bytes(r) / 1e6,
-               r.weight_dtype.c_str());
+  std::fprintf(
+      out, "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
+      millions(r.model.n_parameters).c_str(), millions(r.model.n_matmul_parameters).c_str(),
+      weight_bytes(r) / 1e6, r.weight_dtype.c_str());
 
   if (!r.limits.empty()) {
     std::fprintf(out,
