@@ -149,7 +149,8 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
 // Models wide enough that every op's work is really split: d = 768 is 6 matmul column blocks
 // (kMatmulBlockColumns = 128) and 12 mixer channel ranges, d_ff = 2048 is 16 blocks, so 3 threads
 // get at least 2 blocks each. Prefill, decode and both after each other, for 1 to 4 threads; with
-// f32 weights and with the same model's linear weights in bf16 and q8_0 (by aft-quantize).
+// f32 weights, and 1 against 3 threads with the same model's linear weights in bf16 and q8_0 (by
+// aft-quantize: the same split, other GEMVs).
 TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
   for (const char* mixer : {"simple", "local", "conv", "full"}) {
     nlohmann::json config = tiny_config(mixer);
@@ -180,7 +181,8 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
         return logits;
       };
       const std::vector<float> one = run(1);
-      for (int threads : {2, 3, 4}) {
+      const bool f32 = std::string(dtype) == "f32";
+      for (int threads : f32 ? std::vector<int>{2, 3, 4} : std::vector<int>{3}) {
         const std::vector<float> many = run(threads);
         ASSERT_EQ(one.size(), many.size());
         for (std::size_t i = 0; i < one.size(); ++i) {
