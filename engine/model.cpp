@@ -43,12 +43,8 @@ kernels::WeightMatrix weight_matrix(const TensorInfo& tensor) {
   switch (tensor.dtype) {
     case DType::BF16:
       return {kernels::WeightType::BF16, tensor.data, nullptr};
-    case DType::Q8_0: {
-      // The quants, then the scales (docs/format.md).
-      const auto* quants = static_cast<const int8_t*>(tensor.data);
-      const auto count = static_cast<std::size_t>(tensor.shape.at(0) * tensor.shape.at(1));
-      return {kernels::WeightType::Q8_0, quants, reinterpret_cast<const float*>(quants + count)};
-    }
+    case DType::Q8_0:
+      return {kernels::WeightType::Q8_0, tensor.q8_0_quants(), tensor.q8_0_scales()};
     case DType::F32:
       break;
   }

@@ -17,4 +17,13 @@ inline uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// The float a bf16 stands for (exact: its bits shifted up). For scalar code only: the SIMD kernels
+// keep their own template (kernels/README.md, why ISA files share no inline functions).
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 }  // namespace aft::kernels

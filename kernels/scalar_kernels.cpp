@@ -4,20 +4,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 
 namespace aft::kernels {
 namespace {
 
 float widen(float w) { return w; }
-float widen(uint16_t w) {
-  const uint32_t bits = static_cast<uint32_t>(w) << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+float widen(uint16_t w) { return bf16_to_float(w); }
 
 // W: float (gemv_f32) or bf16 bits (gemv_bf16).
 template <class W>

@@ -138,9 +138,7 @@ TEST_F(AftQuantizeTest, Bf16ConvertsEveryLinearWeight) {
     const auto* halves = static_cast<const uint16_t*>(t.data);
     for (std::size_t k = 0; k < t.element_count(); ++k) {
       ASSERT_EQ(halves[k], kernels::f32_to_bf16(w[k])) << k;
-      const uint32_t bits = uint32_t{halves[k]} << 16;
-      float value;
-      std::memcpy(&value, &bits, 4);
+      const float value = kernels::bf16_to_float(halves[k]);
       ASSERT_LE(std::fabs(w[k] - value), std::ldexp(std::fabs(w[k]), -8)) << k;
     }
   }
