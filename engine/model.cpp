@@ -39,18 +39,6 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
   }
 }
 
-kernels::WeightMatrix weight_matrix(const TensorInfo& tensor) {
-  switch (tensor.dtype) {
-    case DType::BF16:
-      return {kernels::WeightType::BF16, tensor.data, nullptr};
-    case DType::Q8_0:
-      return {kernels::WeightType::Q8_0, tensor.q8_0_quants(), tensor.q8_0_scales()};
-    case DType::F32:
-      break;
-  }
-  return static_cast<const float*>(tensor.data);
-}
-
 }  // namespace
 
 std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums) {
@@ -78,6 +66,23 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
     for (int64_t dim : tensor.shape) count *= dim;
     n_parameters_ += count;
   }
+}
+
+kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
+  switch (tensor.dtype) {
+    case DType::BF16:
+      return {kernels::WeightType::BF16, tensor.data, nullptr};
+    case DType::Q8_0: {
+      const auto rows = static_cast<std::size_t>(tensor.shape[0]);
+      const auto cols = static_cast<std::size_t>(tensor.shape[1]);
+      packed_q8_0_.push_back(std::make_unique<kernels::PackedQ8_0>(rows, cols, tensor.q8_0_quants(),
+                                                                   tensor.q8_0_scales()));
+      return packed_q8_0_.back()->matrix();
+    }
+    case DType::F32:
+      break;
+  }
+  return static_cast<const float*>(tensor.data);
 }
 
 SessionState Model::initial_state() const {

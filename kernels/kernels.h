@@ -87,13 +87,17 @@ struct KernelTable {
   // binary32 divisions. Bit-identical on every ISA. For finite x (other values give defined but
   // unspecified quants).
   void (*quantize_q8_0)(std::size_t n, const float* x, int8_t* q, float* d);
-  // x[i] = d[i / 32] * q[i] for i < n (n % 32 == 0): bit-identical on every ISA.
-  void (*dequantize_q8_0)(std::size_t n, const int8_t* q, const float* d, float* x);
-  // y[r] = sum over blocks b < cols / 32 of (wd[r * cols / 32 + b] * xd[b]) * isum(r, b)
-  // (+ bias[r]), where isum is the exact int32 dot product of block b's 32 weight quants
-  // wq[r * cols + 32 b ...] and activation quants xq[32 b ...]. cols % 32 == 0. The float
-  // combination order is the kernel's own (documented in its file); the result matches the scalar
-  // reference within float rounding.
+  // The q8_0 weights below are packed (kernels/q8_0_packed.h): wq and wd point at the start of a
+  // group of kQ8GroupRows rows, and hold whole groups (the last padded) covering rows [0, rows).
+  //
+  // x[r * cols + c] = wd(r, c / 32) * wq(r, c) for r < rows, c < cols (cols % 32 == 0): the
+  // weights widened to f32, row-major. Bit-identical on every ISA.
+  void (*dequantize_q8_0_rows)(std::size_t rows, std::size_t cols, const int8_t* wq,
+                               const float* wd, float* x);
+  // y[r] = sum over blocks b < cols / 32 of (wd(r, b) * xd[b]) * isum(r, b) (+ bias[r]) for r in
+  // [0, rows), where isum is the exact int32 dot product of block b's 32 weight quants of row r
+  // and the activation quants xq[32 b ...]. cols % 32 == 0. SIMD tables add the blocks in order
+  // with one fma each (q8_0.hpp); the result matches the scalar reference within float rounding.
   void (*gemv_q8_0)(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                     const int8_t* xq, const float* xd, const float* bias, float* y);
   // gemv_q8_0 of n_vectors activation vectors (vector v: xq + v * cols, xd + v * cols / 32; its
@@ -134,6 +138,8 @@ constexpr float kAftWindowMinSum = 0x1p-90f;
 
 // Quants per q8_0 block (one scale each).
 constexpr std::size_t kQ8BlockSize = 32;
+// Rows per group of packed q8_0 weights (kernels/q8_0_packed.h).
+constexpr std::size_t kQ8GroupRows = 16;
 
 constexpr float kFmaProbeMultiplier = 0.999f;  // chains converge to b / (1 - a) = 1: never denormal
 constexpr float kFmaProbeAddend = 0.001f;

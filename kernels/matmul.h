@@ -1,6 +1,6 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
 // W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
-// place (not copied); bf16 and q8_0 weights are widened exactly to f32 one column block at a time,
+// place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a time,
 // into the block's thread, just before its product (oneDNN 2.6 has no q8_0, and its bf16 products
 // would round the activations to bf16 too).
 //

@@ -1,12 +1,13 @@
-// q8_0 weights and activations (docs/format.md): quantization, dequantization, and the GEMV of
-// q8_0 weights by q8_0 activations, for one vector (gemv_q8_0) or several (gemv_batch_q8_0).
+// q8_0 weights and activations (docs/format.md): quantization, dequantization of packed weights
+// (q8_0_packed.h), and the GEMV of packed q8_0 weights by q8_0 activations, for one vector
+// (gemv_q8_0) or several (gemv_batch_q8_0).
 //
-// The GEMV takes R rows per pass, so that each step's activation quants are loaded and prepared
-// once for all of them (Q8BlockDot). Per row, a float vector accumulator takes, step after step,
-// fma(float(partial integer sums of the step's blocks), wd * xd of their blocks); its lanes are
-// added (xsimd::hadd) once at the end, then the bias. The batch version runs the same per-row
-// code on panels of rows that stay in L1 while every vector passes: each vector gets the bits of
-// gemv_q8_0. Single-threaded.
+// The GEMV takes Q8GroupDot<A>::kGroups groups of 16 rows per pass, so that each block of
+// activation quants is prepared once for all of them. Per block, the exact integer sums of the 16
+// rows land in the lanes of int32 batches, one lane per row; a float batch per 16 rows then takes
+// fma(float(sums), wd * xd, acc), block after block, and holds the rows' results at the end: the
+// order of the scalar loop, the same for every pass shape, so gemv_batch_q8_0 (panels of rows that
+// stay in L1 while every vector passes) gives each vector the bits of gemv_q8_0. Single-threaded.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
-#include "kernels/q8_block_dot.hpp"
+#include "kernels/q8_group_dot.hpp"
 
 namespace aft::kernels::simd {
 
@@ -55,79 +56,97 @@ void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
   }
 }
 
-// One multiply per value; the plain loop vectorizes with this file's flags.
+// One multiply per value: the bits of the scalar reference on every ISA.
 template <class A>
-void dequantize_q8_0(std::size_t n, const int8_t* q, const float* d, float* x) {
-  for (std::size_t b = 0; b < n / kQ8BlockSize; ++b) {
-    const float scale = d[b];
-    for (std::size_t i = b * kQ8BlockSize; i < (b + 1) * kQ8BlockSize; ++i) {
-      x[i] = scale * static_cast<float>(q[i]);
-    }
-  }
-}
-
-// Rows [0, R) of wq / wd (row strides cols and cols / 32) for one activation vector.
-template <class A, std::size_t R>
-[[gnu::always_inline]] inline void gemv_block_q8_0(std::size_t cols, const int8_t* wq,
-                                                   const float* wd, const int8_t* xq,
-                                                   const float* xd, const float* bias, float* y) {
-  using B = xsimd::batch<float, A>;
-  using D = Q8BlockDot<A>;
+void dequantize_q8_0_rows(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                          float* x) {
   const std::size_t blocks = cols / kQ8BlockSize;
-  const std::size_t whole = blocks - blocks % D::kBlocks;
-  B acc[R];
-  for (std::size_t i = 0; i < R; ++i) acc[i] = B(0.0f);
-  std::size_t b = 0;
-  for (; b < whole; b += D::kBlocks) {
-    const typename D::X x = D::load_x(xq + b * kQ8BlockSize);
-    const B x_scales = D::scales(xd + b);
-    for (std::size_t i = 0; i < R; ++i) {
-      const B sums = xsimd::batch_cast<float>(D::dot(wq + i * cols + b * kQ8BlockSize, x));
-      acc[i] = xsimd::fma(sums, D::scales(wd + i * blocks + b) * x_scales, acc[i]);
-    }
-  }
-  if constexpr (D::kBlocks > 1) {
-    if (b < blocks) {  // one block left
-      const typename D::X x = D::load_x_one(xq + b * kQ8BlockSize);
-      for (std::size_t i = 0; i < R; ++i) {
-        const B sums = xsimd::batch_cast<float>(D::dot_one(wq + i * cols + b * kQ8BlockSize, x));
-        acc[i] = xsimd::fma(sums, B(wd[i * blocks + b]) * B(xd[b]), acc[i]);
+  for (std::size_t g = 0; g * kQ8GroupRows < rows; ++g) {
+    const std::size_t group_rows =
+        rows - g * kQ8GroupRows < kQ8GroupRows ? rows - g * kQ8GroupRows : kQ8GroupRows;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const int8_t* q = wq + (g * blocks + b) * kQ8GroupRows * kQ8BlockSize;
+      const float* d = wd + (g * blocks + b) * kQ8GroupRows;
+      for (std::size_t i = 0; i < group_rows; ++i) {
+        float* row = x + (g * kQ8GroupRows + i) * cols + b * kQ8BlockSize;
+        for (std::size_t s = 0; s < kQ8BlockSize / 4; ++s) {
+          for (std::size_t j = 0; j < 4; ++j) {
+            row[4 * s + j] = d[i] * static_cast<float>(q[s * 4 * kQ8GroupRows + i * 4 + j]);
+          }
+        }
       }
     }
   }
-  for (std::size_t i = 0; i < R; ++i) {
-    const float sum = xsimd::hadd(acc[i]);
-    y[i] = bias ? sum + bias[i] : sum;
-  }
 }
 
-// Groups of kRows rows, then one by one.
+// G groups from the group at wq / wd, for one activation vector; rows [0, rows) of them are
+// written (rows <= 16 G: the last group may be padding).
+template <class A, std::size_t G>
+[[gnu::always_inline]] inline void gemv_groups_q8_0(std::size_t blocks, const int8_t* wq,
+                                                    const float* wd, const int8_t* xq,
+                                                    const float* xd, const float* bias,
+                                                    std::size_t rows, float* y) {
+  using B = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  using D = Q8GroupDot<A>;
+  constexpr std::size_t P = D::kParts;
+  constexpr std::size_t L = B::size;
+  static_assert(P * L == kQ8GroupRows, "a group is kParts batches");
+  constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
+  B acc[G][P];
+  for (std::size_t g = 0; g < G; ++g) {
+    for (std::size_t p = 0; p < P; ++p) acc[g][p] = B(0.0f);
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const typename D::X x = D::prepare(xq + b * kQ8BlockSize);
+    const B x_scale(xd[b]);
+    for (std::size_t g = 0; g < G; ++g) {
+      I sums[P];
+      D::dot(wq + (g * blocks + b) * kGroupBytes, x, sums);
+      const float* scales = wd + (g * blocks + b) * kQ8GroupRows;
+      for (std::size_t p = 0; p < P; ++p) {
+        acc[g][p] = xsimd::fma(xsimd::batch_cast<float>(sums[p]),
+                               B::load_unaligned(scales + p * L) * x_scale, acc[g][p]);
+      }
+    }
+  }
+  alignas(A::alignment()) float out[G * kQ8GroupRows];
+  for (std::size_t g = 0; g < G; ++g) {
+    for (std::size_t p = 0; p < P; ++p) acc[g][p].store_aligned(out + g * kQ8GroupRows + p * L);
+  }
+  for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
+}
+
+// Passes of kGroups groups, then group by group. wq / wd start at a group (packed layout).
 template <class A>
 void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                const int8_t* xq, const float* xd, const float* bias, float* y) {
-  constexpr std::size_t kRows = 4;
+  constexpr std::size_t G = Q8GroupDot<A>::kGroups;
+  constexpr std::size_t kPassRows = G * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
   std::size_t r = 0;
-  for (; r + kRows <= rows; r += kRows) {
-    gemv_block_q8_0<A, kRows>(cols, wq + r * cols, wd + r * blocks, xq, xd,
-                              bias ? bias + r : nullptr, y + r);
+  for (; r + kPassRows <= rows; r += kPassRows) {
+    gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq, xd,
+                           bias ? bias + r : nullptr, kPassRows, y + r);
   }
-  for (; r < rows; ++r) {
-    gemv_block_q8_0<A, 1>(cols, wq + r * cols, wd + r * blocks, xq, xd, bias ? bias + r : nullptr,
-                          y + r);
+  for (; r < rows; r += kQ8GroupRows) {
+    const std::size_t n = rows - r < kQ8GroupRows ? rows - r : kQ8GroupRows;
+    gemv_groups_q8_0<A, 1>(blocks, wq + r * cols, wd + r * blocks, xq, xd,
+                           bias ? bias + r : nullptr, n, y + r);
   }
 }
 
-// Panels of about 16 KB of weights, each multiplied by every vector. A row's result does not
-// depend on the rows computed with it, so each vector gets the bits of gemv_q8_0.
+// Panels of about 16 KB of weights (whole passes), each multiplied by every vector. A row's
+// result does not depend on the rows computed with it, so each vector gets the bits of gemv_q8_0.
 template <class A>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
                      float* y, std::size_t y_stride) {
   constexpr std::size_t kPanelBytes = 16 * 1024;
+  constexpr std::size_t kPassRows = Q8GroupDot<A>::kGroups * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
-  const std::size_t row_bytes = cols + sizeof(float) * blocks;
-  const std::size_t panel = row_bytes < kPanelBytes ? kPanelBytes / row_bytes : 1;
+  const std::size_t pass_bytes = kPassRows * (cols + sizeof(float) * blocks);
+  const std::size_t panel = (pass_bytes < kPanelBytes ? kPanelBytes / pass_bytes : 1) * kPassRows;
   for (std::size_t r0 = 0; r0 < rows; r0 += panel) {
     const std::size_t n = rows - r0 < panel ? rows - r0 : panel;
     for (std::size_t v = 0; v < n_vectors; ++v) {

@@ -7,6 +7,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "kernels/q8_0_packed.h"
 
 namespace aft::kernels {
 namespace {
@@ -51,8 +52,14 @@ void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
   }
 }
 
-void dequantize_q8_0(std::size_t n, const int8_t* q, const float* d, float* x) {
-  for (std::size_t i = 0; i < n; ++i) x[i] = d[i / kQ8BlockSize] * static_cast<float>(q[i]);
+void dequantize_q8_0_rows(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                          float* x) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      x[r * cols + c] = wd[q8_0_packed_scale(r, c / kQ8BlockSize, cols)] *
+                        static_cast<float>(wq[q8_0_packed_quant(r, c, cols)]);
+    }
+  }
 }
 
 // The block products (wd * xd, a float product as in every ISA) times the exact integer sums,
@@ -63,11 +70,11 @@ void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float
   for (std::size_t r = 0; r < rows; ++r) {
     double sum = bias ? bias[r] : 0.0;
     for (std::size_t b = 0; b < blocks; ++b) {
-      const int8_t* w = wq + r * cols + b * kQ8BlockSize;
-      const int8_t* x = xq + b * kQ8BlockSize;
       int32_t isum = 0;
-      for (std::size_t i = 0; i < kQ8BlockSize; ++i) isum += int32_t{w[i]} * int32_t{x[i]};
-      sum += static_cast<double>(wd[r * blocks + b] * xd[b]) * isum;
+      for (std::size_t i = b * kQ8BlockSize; i < (b + 1) * kQ8BlockSize; ++i) {
+        isum += int32_t{wq[q8_0_packed_quant(r, i, cols)]} * int32_t{xq[i]};
+      }
+      sum += static_cast<double>(wd[q8_0_packed_scale(r, b, cols)] * xd[b]) * isum;
     }
     y[r] = static_cast<float>(sum);
   }
@@ -258,7 +265,7 @@ constexpr KernelTable kScalar{
     gelu_f32,
     add_f32,
     quantize_q8_0,
-    dequantize_q8_0,
+    dequantize_q8_0_rows,
     gemv_q8_0,
     gemv_batch_q8_0,
     gemv<uint16_t>,

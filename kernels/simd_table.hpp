@@ -39,7 +39,7 @@ constexpr KernelTable make_table(const char* isa) {
       &gelu_f32<A>,
       &add_f32<A>,
       &quantize_q8_0<A>,
-      &dequantize_q8_0<A>,
+      &dequantize_q8_0_rows<A>,
       &gemv_q8_0<A>,
       &gemv_batch_q8_0<A>,
       &gemv<A, uint16_t>,

@@ -1,5 +1,7 @@
-// A linear layer's weight matrix as the model file stores it (docs/format.md): [rows, cols]
-// row-major (PyTorch's nn.Linear layout, rows = outputs), in one of the weight dtypes.
+// A linear layer's weight matrix: [rows, cols] (PyTorch's nn.Linear layout, rows = outputs), in
+// one of the weight dtypes. f32 and bf16 row-major, as the model file stores them (docs/format.md);
+// q8_0 packed for the GEMV kernels (kernels/q8_0_packed.h), where a group of 16 rows starts where
+// its first row would in the row-major layout, so q8_rows / q8_scales take a multiple of 16.
 #pragma once
 
 #include <cstddef>
@@ -13,9 +15,9 @@ enum class WeightType { F32, BF16, Q8_0 };
 
 struct WeightMatrix {
   WeightType type = WeightType::F32;
-  // F32: float values; BF16: uint16 values; Q8_0: int8 quants.
+  // F32: float values; BF16: uint16 values; Q8_0: packed int8 quants.
   const void* data = nullptr;
-  // Q8_0 only: one scale per kQ8BlockSize consecutive quants (rows * cols / 32).
+  // Q8_0 only: the packed scales, one per row and block of kQ8BlockSize columns.
   const float* scales = nullptr;
 
   WeightMatrix() = default;

@@ -16,6 +16,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "kernels/q8_0_packed.h"
 #include "random_vector.h"
 
 namespace aft::kernels {
@@ -218,9 +219,11 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
     std::vector<int8_t> quants(p.w.size());
     std::vector<float> scales(p.w.size() / kQ8BlockSize), q8_values(p.w.size());
     reference.quantize_q8_0(p.w.size(), p.w.data(), quants.data(), scales.data());
-    reference.dequantize_q8_0(p.w.size(), quants.data(), scales.data(), q8_values.data());
-    const WeightMatrix widened[] = {{WeightType::BF16, bf16.data(), nullptr},
-                                    {WeightType::Q8_0, quants.data(), scales.data()}};
+    for (std::size_t i = 0; i < p.w.size(); ++i) {
+      q8_values[i] = scales[i / kQ8BlockSize] * static_cast<float>(quants[i]);
+    }
+    const PackedQ8_0 packed(s.n, s.k, quants.data(), scales.data());
+    const WeightMatrix widened[] = {{WeightType::BF16, bf16.data(), nullptr}, packed.matrix()};
     const std::vector<float>* values[] = {&bf16_values, &q8_values};
     for (int type = 0; type < 2; ++type) {
       const Matmul plain(p.k, p.n, values[type]->data(), p.bias.data(), PostOp::Gelu);

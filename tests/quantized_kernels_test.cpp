@@ -18,6 +18,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "kernels/q8_0_packed.h"
 
 namespace aft::kernels {
 namespace {
@@ -51,6 +52,14 @@ struct Q8 {
 Q8 quantize(const KernelTable& k, const std::vector<float>& x) {
   Q8 out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock)};
   k.quantize_q8_0(x.size(), x.data(), out.q.data(), out.d.data());
+  return out;
+}
+
+// A row-major q8_0 matrix in the kernels' layout (q8_0_packed.h).
+Q8 pack(std::size_t rows, std::size_t cols, const Q8& w) {
+  Q8 out{std::vector<int8_t>(q8_0_packed_rows(rows) * cols),
+         std::vector<float>(q8_0_packed_rows(rows) * cols / kBlock)};
+  pack_q8_0(rows, cols, w.q.data(), w.d.data(), out.q.data(), out.d.data());
   return out;
 }
 
@@ -92,7 +101,7 @@ TEST(QuantizedDispatch, TablesAreComplete) {
     if (t == nullptr) continue;
     EXPECT_STREQ(t->isa, name);
     EXPECT_NE(t->quantize_q8_0, nullptr) << name;
-    EXPECT_NE(t->dequantize_q8_0, nullptr) << name;
+    EXPECT_NE(t->dequantize_q8_0_rows, nullptr) << name;
     EXPECT_NE(t->gemv_q8_0, nullptr) << name;
     EXPECT_NE(t->gemv_batch_q8_0, nullptr) << name;
     EXPECT_NE(t->gemv_bf16, nullptr) << name;
@@ -207,12 +216,43 @@ TEST(QuantizedReference, QuantizeFollowsTheFormat) {
   for (std::size_t i = kBlock; i < 3 * kBlock; ++i) EXPECT_EQ(out.q[i], 0);
 }
 
+// The packed layout, place by place: 4 columns of each of 16 rows side by side, block after block,
+// a group of 16 rows where its first row is in the row-major layout, padding rows all zero.
+TEST(QuantizedPacking, PackPlacesEveryWeightAndScale) {
+  const std::size_t rows = 21, cols = 64, blocks = cols / kBlock;
+  Q8 w{std::vector<int8_t>(rows * cols), std::vector<float>(rows * blocks)};
+  for (std::size_t i = 0; i < w.q.size(); ++i) w.q[i] = static_cast<int8_t>(i % 251 - 125);
+  for (std::size_t i = 0; i < w.d.size(); ++i) w.d[i] = static_cast<float>(i + 1);
+  const Q8 p = pack(rows, cols, w);
+  ASSERT_EQ(p.q.size(), 32 * cols);
+  // Row 0's first 4 columns, then row 1's; column 4 (step 1) after all 16 rows of step 0.
+  EXPECT_EQ(p.q[0], w.q[0]);
+  EXPECT_EQ(p.q[3], w.q[3]);
+  EXPECT_EQ(p.q[4], w.q[cols]);
+  EXPECT_EQ(p.q[64], w.q[4]);
+  EXPECT_EQ(p.q[512], w.q[32]);               // block 1 of the first group
+  EXPECT_EQ(p.q[16 * cols], w.q[16 * cols]);  // the second group starts where row 16 did
+  EXPECT_EQ(p.d[16], w.d[1]);                 // row 0's block 1 after the 16 rows' block 0
+  EXPECT_EQ(p.d[16 * blocks], w.d[16 * blocks]);
+  for (std::size_t r = 0; r < 32; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      const int8_t want = r < rows ? w.q[r * cols + c] : 0;
+      ASSERT_EQ(p.q[q8_0_packed_quant(r, c, cols)], want) << r << ", " << c;
+    }
+    for (std::size_t b = 0; b < blocks; ++b) {
+      ASSERT_EQ(p.d[q8_0_packed_scale(r, b, cols)], r < rows ? w.d[r * blocks + b] : 0.0f);
+    }
+  }
+}
+
 TEST(QuantizedReference, DequantizeInvertsQuantizeWithinHalfAStep) {
   const KernelTable& k = scalar_kernels();
-  const auto x = varied_values(8 * kBlock, 3);
+  const std::size_t rows = 19, cols = 8 * kBlock;
+  const auto x = varied_values(rows * cols, 3);
   const Q8 q = quantize(k, x);
+  const Q8 p = pack(rows, cols, q);
   std::vector<float> back(x.size() + 16, kGuard);
-  k.dequantize_q8_0(x.size(), q.q.data(), q.d.data(), back.data());
+  k.dequantize_q8_0_rows(rows, cols, p.q.data(), p.d.data(), back.data());
   for (std::size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(back[i], q.d[i / kBlock] * static_cast<float>(q.q[i]));
     // Half a step, plus the roundings of the division and the product (1e-44: the block whose
@@ -252,10 +292,11 @@ TEST(QuantizedReference, GemvQ8MatchesFloat64) {
   for (std::size_t rows : {1, 5, 17}) {
     for (std::size_t cols : kQ8Cols) {
       const Q8 w = quantize(k, varied_values(rows * cols, 4));
+      const Q8 p = pack(rows, cols, w);
       const Q8 x = quantize(k, random_vector(cols, -3.0f, 3.0f, 5));
       const auto bias = random_vector(rows, -1.0f, 1.0f, 6);
       std::vector<float> y(rows + 16, kGuard);
-      k.gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), bias.data(),
+      k.gemv_q8_0(rows, cols, p.q.data(), p.d.data(), x.q.data(), x.d.data(), bias.data(),
                   y.data());
       for (std::size_t r = 0; r < rows; ++r) {
         const Q8Expected e = q8_row_f64(cols, &w.q[r * cols], &w.d[r * cols / kBlock], x, &bias[r]);
@@ -319,13 +360,16 @@ TEST_P(QuantizedIsaTest, QuantizeIsBitIdentical) {
 }
 
 TEST_P(QuantizedIsaTest, DequantizeIsBitIdentical) {
-  for (std::size_t n : kQ8Cols) {
-    const Q8 q = quantize(ref(), varied_values(n, 20 + n));
-    std::vector<float> got(n + 16, kGuard), want(n + 16, kGuard);
-    k().dequantize_q8_0(n, q.q.data(), q.d.data(), got.data());
-    ref().dequantize_q8_0(n, q.q.data(), q.d.data(), want.data());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(to_bits(got[i]), to_bits(want[i])) << "n=" << n << " element " << i;
+  for (std::size_t rows : {1, 16, 21, 40}) {
+    for (std::size_t cols : kQ8Cols) {
+      const Q8 q = pack(rows, cols, quantize(ref(), varied_values(rows * cols, 20 + cols)));
+      const std::size_t n = rows * cols;
+      std::vector<float> got(n + 16, kGuard), want(n + 16, kGuard);
+      k().dequantize_q8_0_rows(rows, cols, q.q.data(), q.d.data(), got.data());
+      ref().dequantize_q8_0_rows(rows, cols, q.q.data(), q.d.data(), want.data());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(to_bits(got[i]), to_bits(want[i])) << rows << "x" << cols << " element " << i;
+      }
     }
   }
 }
@@ -343,23 +387,25 @@ TEST_P(QuantizedIsaTest, Bf16ToF32IsExactForEveryPattern) {
   }
 }
 
-// Rows: groups of the kernels' row blocks with every leftover.
-const std::vector<std::size_t> kRows = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33};
+// Rows: groups of the kernels' row blocks with every leftover (passes of up to 64 rows, groups of
+// 16, a partial group).
+const std::vector<std::size_t> kRows = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33, 64, 100};
 
 TEST_P(QuantizedIsaTest, GemvQ8MatchesReference) {
   for (std::size_t rows : kRows) {
     for (std::size_t cols : kQ8Cols) {
       const Q8 w = quantize(ref(), varied_values(rows * cols, 30));
+      const Q8 p = pack(rows, cols, w);
       const Q8 x = quantize(ref(), varied_values(cols, 31));
       const auto bias = random_vector(rows, -1.0f, 1.0f, 32);
       for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
         std::vector<float> y(rows + 16, kGuard), want(rows);
-        k().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), b, y.data());
-        ref().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), b, want.data());
+        k().gemv_q8_0(rows, cols, p.q.data(), p.d.data(), x.q.data(), x.d.data(), b, y.data());
+        ref().gemv_q8_0(rows, cols, p.q.data(), p.d.data(), x.q.data(), x.d.data(), b, want.data());
         for (std::size_t r = 0; r < rows; ++r) {
           const Q8Expected e =
               q8_row_f64(cols, &w.q[r * cols], &w.d[r * cols / kBlock], x, b ? b + r : nullptr);
-          // Float sums of cols / 32 block terms per lane, then the lanes: measured below 1e-6.
+          // Float sums of cols / 32 block terms: measured below 1e-6.
           EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * e.magnitude)
               << rows << "x" << cols << " row " << r << (b ? " bias" : "");
         }
@@ -373,7 +419,7 @@ TEST_P(QuantizedIsaTest, GemvQ8MatchesReference) {
 // gives the exact value. Quants at +-127 (the widest products: no int16 step may saturate), signs
 // alternating by block and by row, and all-zero blocks (scale 0).
 TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
-  for (std::size_t rows : {1, 5, 9}) {
+  for (std::size_t rows : {1, 5, 9, 40, 70}) {
     for (std::size_t cols : {32, 64, 96, 256}) {
       const std::size_t blocks = cols / kBlock;
       Q8 w{std::vector<int8_t>(rows * cols), std::vector<float>(rows * blocks, 0.5f)};
@@ -384,8 +430,9 @@ TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
       for (std::size_t i = 0; i < cols; ++i)
         x.q[i] = static_cast<int8_t>((i / kBlock) % 3 == 2 ? 0 : -127);
       if (blocks > 1) w.d[1] = 0.0f;  // a zero block scale with nonzero quants: contributes 0
+      const Q8 p = pack(rows, cols, w);
       std::vector<float> y(rows);
-      k().gemv_q8_0(rows, cols, w.q.data(), w.d.data(), x.q.data(), x.d.data(), nullptr, y.data());
+      k().gemv_q8_0(rows, cols, p.q.data(), p.d.data(), x.q.data(), x.d.data(), nullptr, y.data());
       for (std::size_t r = 0; r < rows; ++r) {
         const Q8Expected e = q8_row_f64(cols, &w.q[r * cols], &w.d[r * blocks], x, nullptr);
         EXPECT_EQ(y[r], e.value) << rows << "x" << cols << " row " << r;
@@ -397,11 +444,11 @@ TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
 // A batch of sequences must decode as each would alone. Shapes: odd row counts, panels of 16 KB
 // (100 rows of 2048 columns are several), odd vector counts, a stride wider than the data.
 TEST_P(QuantizedIsaTest, GemvQ8BatchHasTheBitsOfGemv) {
-  for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
+  for (std::size_t rows : {1, 3, 4, 5, 17, 100, 200}) {
     for (std::size_t cols : kQ8Cols) {
       for (std::size_t vectors : {1, 2, 3, 5}) {
         const std::size_t y_stride = rows + 5;
-        const Q8 w = quantize(ref(), varied_values(rows * cols, 40));
+        const Q8 w = pack(rows, cols, quantize(ref(), varied_values(rows * cols, 40)));
         const Q8 x = quantize(ref(), random_vector(vectors * cols, -2.0f, 2.0f, 41));
         const auto bias = random_vector(rows, -1.0f, 1.0f, 42);
         for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {

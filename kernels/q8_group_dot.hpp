@@ -1,0 +1,216 @@
+// The int8 dot products of a packed q8_0 group (kernels/q8_0_packed.h: 16 rows, per block of 32
+// columns 8 steps of 4 columns, each step the 16 rows' 4 quants side by side) with one block of
+// activation quants, one specialisation per architecture: xsimd 8.1 has no int8 products.
+//   kGroups                       groups per pass of the GEMV (each prepared block serves them all)
+//   X prepare(const int8_t* x)   a block of activation quants, prepared once per pass
+//   void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums)
+//                                 sums[p], p < kParts: rows [p L, p L + L) of the group (L int32
+//                                 lanes), each lane the exact dot product of its row's block
+// Each step multiplies a register of weights by the step's 4 activation quants broadcast to
+// every lane: no horizontal sums. Quants are in [-127, 127], so no step saturates.
+// Specialisations of a template on the architecture only (see README.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <xsimd/xsimd.hpp>
+
+namespace aft::kernels::simd {
+
+template <class A>
+struct Q8GroupDot;
+
+// The 4 activation quants of step s as one 32-bit value (a template on the architecture, like
+// every function of the ISA files).
+template <class A>
+int32_t q8_step_quants(const int8_t* x, std::size_t s) {
+  int32_t v;
+  std::memcpy(&v, x + 4 * s, sizeof v);
+  return v;
+}
+
+#if XSIMD_WITH_SSE2
+// SSE2: 4 rows per register. Quants sign-extended to int16 (unpack with themselves, shift right),
+// pmaddwd by the step's quants as int16: lane pairs of each row's sums, added per row at the end.
+template <>
+struct Q8GroupDot<xsimd::sse2> {
+  using A = xsimd::sse2;
+  static constexpr std::size_t kParts = 4;
+  static constexpr std::size_t kGroups = 1;
+  struct X {
+    __m128i step[8];  // x[4s..4s+3] as int16, twice
+  };
+  static X prepare(const int8_t* x) {
+    X p;
+    for (std::size_t s = 0; s < 8; ++s) {
+      const __m128i v = _mm_cvtsi32_si128(q8_step_quants<A>(x, s));
+      const __m128i wide = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
+      p.step[s] = _mm_unpacklo_epi64(wide, wide);
+    }
+    return p;
+  }
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, xsimd::sse2>* sums) {
+    for (std::size_t p = 0; p < kParts; ++p) {
+      __m128i low = _mm_setzero_si128(), high = _mm_setzero_si128();  // rows 0-1, 2-3
+      for (std::size_t s = 0; s < 8; ++s) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + s * 64 + p * 16));
+        low = _mm_add_epi32(low,
+                            _mm_madd_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), x.step[s]));
+        high = _mm_add_epi32(high,
+                             _mm_madd_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8), x.step[s]));
+      }
+      const __m128 l = _mm_castsi128_ps(low), h = _mm_castsi128_ps(high);
+      sums[p] = _mm_add_epi32(_mm_castps_si128(_mm_shuffle_ps(l, h, _MM_SHUFFLE(2, 0, 2, 0))),
+                              _mm_castps_si128(_mm_shuffle_ps(l, h, _MM_SHUFFLE(3, 1, 3, 1))));
+    }
+  }
+};
+#endif
+
+#if XSIMD_WITH_FMA3_AVX2
+// AVX2: 8 rows per register. pmaddubsw of |x| by the weights with x's sign (vpsignb), then
+// pmaddwd with ones.
+template <>
+struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> {
+  using A = xsimd::fma3<xsimd::avx2>;
+  static constexpr std::size_t kParts = 2;
+  static constexpr std::size_t kGroups = 2;
+  struct X {
+    __m256i magnitude[8], sign[8];
+  };
+  static X prepare(const int8_t* x) {
+    X p;
+    for (std::size_t s = 0; s < 8; ++s) {
+      p.sign[s] = _mm256_set1_epi32(q8_step_quants<A>(x, s));
+      p.magnitude[s] = _mm256_abs_epi8(p.sign[s]);
+    }
+    return p;
+  }
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (std::size_t p = 0; p < kParts; ++p) {
+      __m256i acc = _mm256_setzero_si256();
+      for (std::size_t s = 0; s < 8; ++s) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + s * 64 + p * 32));
+        const __m256i pairs = _mm256_maddubs_epi16(x.magnitude[s], _mm256_sign_epi8(v, x.sign[s]));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+      }
+      sums[p] = acc;
+    }
+  }
+};
+#endif
+
+#if XSIMD_WITH_AVX512BW
+// AVX-512: the 16 rows in one register. The avx512 table (xsimd::avx512f) gives the weights x's
+// sign by a masked negation (no vpsignb on 512 bits), then pmaddubsw + pmaddwd; the avx512vnni
+// table (xsimd::avx512bw, an architecture no other table uses, compiled with -mavx512vnni) takes
+// the weights as unsigned w + 128 (an xor) into vpdpbusd by x and subtracts 128 sum(x) once.
+// Two accumulators per group halve the chain of dependent steps.
+template <class A>
+struct Q8GroupDotAvx512Bw {
+  static constexpr std::size_t kParts = 1;
+  static constexpr std::size_t kGroups = 2;
+  struct X {
+    __m512i magnitude[8];
+    __mmask64 negative[8];
+  };
+  static X prepare(const int8_t* x) {
+    X p;
+    for (std::size_t s = 0; s < 8; ++s) {
+      const __m512i v = _mm512_set1_epi32(q8_step_quants<A>(x, s));
+      p.magnitude[s] = _mm512_abs_epi8(v);
+      p.negative[s] = _mm512_movepi8_mask(v);
+    }
+    return p;
+  }
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
+    const __m512i ones = _mm512_set1_epi16(1);
+    __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (std::size_t s = 0; s < 8; ++s) {
+      const __m512i v = _mm512_loadu_si512(w + s * 64);
+      const __m512i signed_w = _mm512_mask_sub_epi8(v, x.negative[s], _mm512_setzero_si512(), v);
+      const __m512i pairs = _mm512_maddubs_epi16(x.magnitude[s], signed_w);
+      acc[s % 2] = _mm512_add_epi32(acc[s % 2], _mm512_madd_epi16(pairs, ones));
+    }
+    sums[0] = _mm512_add_epi32(acc[0], acc[1]);
+  }
+};
+
+template <>
+struct Q8GroupDot<xsimd::avx512f> : Q8GroupDotAvx512Bw<xsimd::avx512f> {};
+
+#if defined(__AVX512VNNI__)
+template <>
+struct Q8GroupDot<xsimd::avx512bw> {
+  using A = xsimd::avx512bw;
+  static constexpr std::size_t kParts = 1;
+  static constexpr std::size_t kGroups = 4;
+  struct X {
+    __m512i step[8];
+    __m512i offset;  // -128 sum(x): removes the + 128 of the unsigned weights
+  };
+  static X prepare(const int8_t* x) {
+    X p;
+    for (std::size_t s = 0; s < 8; ++s) p.step[s] = _mm512_set1_epi32(q8_step_quants<A>(x, s));
+    // sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by psadbw against zero.
+    const __m256i biased = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)),
+                                            _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i quads = _mm256_sad_epu8(biased, _mm256_setzero_si256());
+    const __m128i pairs =
+        _mm_add_epi64(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
+    const int32_t sum =
+        _mm_cvtsi128_si32(_mm_add_epi64(pairs, _mm_unpackhi_epi64(pairs, pairs))) - 32 * 128;
+    p.offset = _mm512_set1_epi32(-128 * sum);
+    return p;
+  }
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i acc[2] = {x.offset, _mm512_setzero_si512()};
+    for (std::size_t s = 0; s < 8; ++s) {
+      const __m512i unsigned_w = _mm512_xor_si512(_mm512_loadu_si512(w + s * 64), flip);
+      acc[s % 2] = _mm512_dpbusd_epi32(acc[s % 2], unsigned_w, x.step[s]);
+    }
+    sums[0] = _mm512_add_epi32(acc[0], acc[1]);
+  }
+};
+#endif
+#endif
+
+#if XSIMD_WITH_NEON64
+// NEON (aarch64 baseline): 4 rows per register. vmull_s8 / vmlal_s8 of two steps into int16
+// (two products of at most 127^2 fit), vpadalq_s16 into lane pairs of each row's sums, added per
+// row at the end (vpaddq_s32). sdot needs the armv8.2 dotprod extension, which the baseline lacks.
+template <>
+struct Q8GroupDot<xsimd::neon64> {
+  using A = xsimd::neon64;
+  static constexpr std::size_t kParts = 4;
+  static constexpr std::size_t kGroups = 1;
+  struct X {
+    int8x16_t step[8];  // x[4s..4s+3], four times
+  };
+  static X prepare(const int8_t* x) {
+    X p;
+    for (std::size_t s = 0; s < 8; ++s)
+      p.step[s] = vreinterpretq_s8_s32(vdupq_n_s32(q8_step_quants<A>(x, s)));
+    return p;
+  }
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, xsimd::neon64>* sums) {
+    for (std::size_t p = 0; p < kParts; ++p) {
+      int32x4_t low = vdupq_n_s32(0), high = vdupq_n_s32(0);  // rows 0-1, 2-3
+      for (std::size_t s = 0; s < 8; s += 2) {
+        const int8x16_t a = vld1q_s8(w + s * 64 + p * 16);
+        const int8x16_t b = vld1q_s8(w + (s + 1) * 64 + p * 16);
+        low = vpadalq_s16(low, vmlal_s8(vmull_s8(vget_low_s8(a), vget_low_s8(x.step[s])),
+                                        vget_low_s8(b), vget_low_s8(x.step[s + 1])));
+        high = vpadalq_s16(high, vmlal_high_s8(vmull_high_s8(a, x.step[s]), b, x.step[s + 1]));
+      }
+      sums[p] = vpaddq_s32(low, high);
+    }
+  }
+};
+#endif
+
+}  // namespace aft::kernels::simd
