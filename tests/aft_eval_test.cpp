@@ -119,6 +119,32 @@ TEST(AftEval, AModelAgainstItselfDivergesByNothing) {
   }
 }
 
+// --decode feeds one token per call: for f32 weights the same figures as the prompt chunks (within
+// float rounding); for q8_0 the one-token path rounds the layers' inputs to 8-bit blocks too, so
+// its figures move, a little.
+TEST(AftEval, DecodeFeedsOneTokenPerCall) {
+  const json all = expected();
+  for (const char* name : {"local", "simple"}) {
+    SCOPED_TRACE(name);
+    const json got = run_json(model(name) + " " + text() + " --decode -t 1");
+    EXPECT_EQ(got["decode"], true);
+    EXPECT_EQ(got["tokens"], all.at(name)["tokens"]);
+    EXPECT_NEAR(got["bits_per_char"].get<double>(), all.at(name)["bits_per_char"].get<double>(),
+                kBitsTolerance);
+  }
+  const json chunks =
+      run_json(model("local_q8_0") + " " + text() + " --reference " + model("local"));
+  const json tokens =
+      run_json(model("local_q8_0") + " " + text() + " --reference " + model("local") + " --decode");
+  EXPECT_EQ(chunks["decode"], false);
+  EXPECT_EQ(tokens["decode"], true);
+  EXPECT_EQ(tokens["tokens"], chunks["tokens"]);
+  EXPECT_NE(tokens["bits_per_char"], chunks["bits_per_char"]) << "the 8-bit activations";
+  EXPECT_NEAR(tokens["bits_per_char"].get<double>(), chunks["bits_per_char"].get<double>(), 0.05);
+  EXPECT_GT(tokens["kld_mean"].get<double>(), 0.0);
+  EXPECT_LT(tokens["kld_mean"].get<double>(), 0.01);
+}
+
 // A windowed model caps the windows of a one-stream reference; --window forces windows.
 TEST(AftEval, WindowsOfTheShorterModelOrForced) {
   const json both = run_json(model("conv_sinusoidal_gelu") + " " + text() + " --reference " +

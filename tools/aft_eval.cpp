@@ -56,9 +56,10 @@ int run(const Options& o) {
   report.window = choose_window(model, reference.get(), o.window);
   const std::vector<Window> windows = plan_windows(tokens.size(), report.window);
   report.windows = windows.size();
+  report.decode = o.decode;
 
   const auto start = std::chrono::steady_clock::now();
-  report.totals = evaluate(model, reference.get(), tokens, windows, progress);
+  report.totals = evaluate(model, reference.get(), tokens, windows, o.decode, progress);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.clear();
 

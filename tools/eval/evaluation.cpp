@@ -44,8 +44,9 @@ size_t choose_window(const EvalModel& model, const EvalModel* reference,
 }
 
 Totals evaluate(const EvalModel& model, const EvalModel* reference,
-                const std::vector<int32_t>& tokens, const std::vector<Window>& windows,
+                const std::vector<int32_t>& tokens, const std::vector<Window>& windows, bool decode,
                 cli::Progress& progress) {
+  const size_t chunk = decode ? 1 : kChunk;
   const auto vocab = static_cast<size_t>(model.info().vocab_size);
   std::vector<float> logits(kChunk * vocab);
   std::vector<float> reference_logits(reference != nullptr ? kChunk * vocab : 0);
@@ -57,9 +58,9 @@ Totals evaluate(const EvalModel& model, const EvalModel* reference,
     if (reference != nullptr) {
       cli::check(aft_session_reset(reference->session()), "resetting " + reference->path());
     }
-    for (size_t done = 0; done < window.length; done += kChunk) {
+    for (size_t done = 0; done < window.length; done += chunk) {
       const size_t first = window.first + done;
-      const size_t n = std::min(kChunk, window.length - done);
+      const size_t n = std::min(chunk, window.length - done);
       feed(model, &tokens[first], n, logits);
       if (reference != nullptr) feed(*reference, &tokens[first], n, reference_logits);
       scorer.add(logits.data(), reference != nullptr ? reference_logits.data() : nullptr,
@@ -67,8 +68,11 @@ Totals evaluate(const EvalModel& model, const EvalModel* reference,
       for (size_t i = first + 1; i <= first + n; ++i) {
         scorer.count_characters(model.characters(tokens[i]));
       }
-      progress.show("window " + std::to_string(w + 1) + "/" + std::to_string(windows.size()) +
-                    ", " + std::to_string(first + n) + "/" + std::to_string(scored) + " tokens");
+      // Token by token, a line per chunk's worth: a terminal keeps up.
+      if (!decode || (done + n) % kChunk == 0 || done + n == window.length) {
+        progress.show("window " + std::to_string(w + 1) + "/" + std::to_string(windows.size()) +
+                      ", " + std::to_string(first + n) + "/" + std::to_string(scored) + " tokens");
+      }
     }
   }
   return scorer.totals();

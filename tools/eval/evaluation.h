@@ -28,9 +28,10 @@ std::vector<Window> plan_windows(size_t n_tokens, size_t window);
 size_t choose_window(const EvalModel& model, const EvalModel* reference,
                      const std::optional<long long>& forced);
 
-// Scores tokens over the windows with model (and reference, if not null, on the same chunks).
+// Scores tokens over the windows with model (and reference, if not null, on the same chunks):
+// chunks of up to 256 tokens, or of one token each with `decode`.
 Totals evaluate(const EvalModel& model, const EvalModel* reference,
-                const std::vector<int32_t>& tokens, const std::vector<Window>& windows,
+                const std::vector<int32_t>& tokens, const std::vector<Window>& windows, bool decode,
                 cli::Progress& progress);
 
 }  // namespace aft::eval

@@ -26,6 +26,9 @@ const char kUsage[] =
     "                         predict the same most likely token; both read the same windows\n"
     "      --window N         windows of N + 1 tokens for every model (at most a model's\n"
     "                         max_positions)\n"
+    "      --decode           feed the text one token per call, as generation does, instead of\n"
+    "                         256-token prompt chunks: for quantized models the one-token path\n"
+    "                         (q8_0: activations rounded to 8-bit blocks) is what is measured\n"
     "  -t, --threads N        threads; 0 = one per physical core (default 0)\n"
     "      --json             print one JSON object instead of the table\n"
     "  -h, --help             show this help\n"
@@ -48,6 +51,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.window = cli::parse_integer(arg, value(), 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "-t" || arg == "--threads") {
       options.threads = cli::parse_integer(arg, value(), 0, AFT_MAX_THREADS);
+    } else if (arg == "--decode") {
+      options.decode = true;
     } else if (arg == "--json") {
       options.json = true;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -14,6 +14,7 @@ struct Options {
   std::optional<std::string> reference;
   std::optional<long long> window;  // forced window length; otherwise the models decide
   long long threads = 0;            // 0: automatic
+  bool decode = false;  // one token per call (the decode path) rather than prefill chunks
   bool json = false;
 };
 

@@ -36,6 +36,7 @@ void write_text(const Report& r, std::FILE* out) {
   std::fprintf(out, "| tokens scored | %lld |\n", static_cast<long long>(r.totals.tokens));
   std::fprintf(out, "| characters scored | %lld |\n", static_cast<long long>(r.totals.characters));
   std::fprintf(out, "| windows | %s |\n", windowing(r).c_str());
+  std::fprintf(out, "| fed | %s |\n", r.decode ? "one token per call" : "prompt chunks");
   if (r.reference) {
     const auto tokens = static_cast<double>(r.totals.tokens);
     std::fprintf(out, "| reference | %s |\n", r.reference->c_str());
@@ -61,6 +62,7 @@ void write_json(const Report& r, std::FILE* out) {
   j["characters"] = r.totals.characters;
   j["window"] = r.window;
   j["windows"] = r.windows;
+  j["decode"] = r.decode;
   if (r.reference) {
     const auto tokens = static_cast<double>(r.totals.tokens);
     j["reference"] = *r.reference;

@@ -16,6 +16,7 @@ struct Report {
   std::string tokenizer;  // "byte" or "char": what a character is
   size_t window = 0;      // 0: one stream
   size_t windows = 0;
+  bool decode = false;  // fed one token per call
   Totals totals;
   double seconds = 0.0;  // evaluating (both models with a reference), loading excluded
 };
