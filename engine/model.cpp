@@ -69,20 +69,17 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
 }
 
 kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
-  switch (tensor.dtype) {
-    case DType::BF16:
-      return {kernels::WeightType::BF16, tensor.data, nullptr};
-    case DType::Q8_0: {
-      const auto rows = static_cast<std::size_t>(tensor.shape[0]);
-      const auto cols = static_cast<std::size_t>(tensor.shape[1]);
-      packed_q8_0_.push_back(std::make_unique<kernels::PackedQ8_0>(rows, cols, tensor.q8_0_quants(),
-                                                                   tensor.q8_0_scales()));
-      return packed_q8_0_.back()->matrix();
-    }
-    case DType::F32:
-      break;
+  if (tensor.dtype == DType::F32) return static_cast<const float*>(tensor.data);
+  const auto rows = static_cast<std::size_t>(tensor.shape[0]);
+  const auto cols = static_cast<std::size_t>(tensor.shape[1]);
+  if (tensor.dtype == DType::BF16) {
+    packed_.push_back(
+        kernels::PackedWeights::bf16(rows, cols, static_cast<const uint16_t*>(tensor.data)));
+  } else {
+    packed_.push_back(
+        kernels::PackedWeights::q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales()));
   }
-  return static_cast<const float*>(tensor.data);
+  return packed_.back().matrix();
 }
 
 SessionState Model::initial_state() const {

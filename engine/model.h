@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "buffer_plan.h"
-#include "kernels/q8_0_packed.h"
+#include "kernels/packed_weights.h"
 #include "model_file.h"
 #include "models/aft_config.h"
 #include "models/aft_lm_graph.h"
@@ -37,12 +37,12 @@ class Model {
 
  private:
   Model(ModelFile file, ModelConfig config, Tokenizer tokenizer);
-  // A linear layer's weights for the graph: f32 and bf16 read in place from the mapped file, q8_0
-  // packed into packed_q8_0_ (the GEMV's layout; the file's pages are then no longer read).
+  // A linear layer's weights for the graph: f32 read in place from the mapped file, bf16 and q8_0
+  // packed into packed_ (the GEMVs' layouts; the file's pages are then no longer read).
   kernels::WeightMatrix weight_matrix(const TensorInfo& tensor);
 
   ModelFile file_;
-  std::vector<std::unique_ptr<kernels::PackedQ8_0>> packed_q8_0_;
+  std::vector<kernels::PackedWeights> packed_;
   ModelConfig config_;
   Tokenizer tokenizer_;
   AftLmGraph program_;

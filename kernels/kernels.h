@@ -87,7 +87,7 @@ struct KernelTable {
   // binary32 divisions. Bit-identical on every ISA. For finite x (other values give defined but
   // unspecified quants).
   void (*quantize_q8_0)(std::size_t n, const float* x, int8_t* q, float* d);
-  // The q8_0 weights below are packed (kernels/q8_0_packed.h): wq and wd point at the start of a
+  // The q8_0 weights below are packed (kernels/packed_weights.h): wq and wd point at the start of a
   // group of kQ8GroupRows rows, and hold whole groups (the last padded) covering rows [0, rows).
   //
   // x[r * cols + c] = wd(r, c / 32) * wq(r, c) for r < rows, c < cols (cols % 32 == 0): the
@@ -106,15 +106,16 @@ struct KernelTable {
   void (*gemv_batch_q8_0)(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                           std::size_t n_vectors, const int8_t* xq, const float* xd,
                           const float* bias, float* y, std::size_t y_stride);
-  // gemv_f32 / gemv_batch_f32 with bf16 weights (widened exactly to f32), with the same bits
-  // guarantee between the two.
+  // gemv_f32 / gemv_batch_f32 with packed bf16 weights (kernels/packed_weights.h; w at the start of
+  // a group of kBf16GroupRows rows), widened exactly to f32: the bits gemv_f32 / gemv_batch_f32 of
+  // the same table give for the widened row-major matrix.
   void (*gemv_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const float* x,
                     const float* bias, float* y);
   void (*gemv_batch_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
                           std::size_t n_vectors, const float* x, std::size_t x_stride,
                           const float* bias, float* y, std::size_t y_stride);
-  // x[i] = the bf16 value b[i] (exact: the bits b[i] << 16).
-  void (*bf16_to_f32)(std::size_t n, const uint16_t* b, float* x);
+  // x[r * cols + c] = the bf16 value of packed weight (r, c), for r < rows, c < cols: exact.
+  void (*widen_bf16_rows)(std::size_t rows, std::size_t cols, const uint16_t* w, float* x);
 
   // ---- machine probes (aft-bench) ----
 
@@ -138,8 +139,14 @@ constexpr float kAftWindowMinSum = 0x1p-90f;
 
 // Quants per q8_0 block (one scale each).
 constexpr std::size_t kQ8BlockSize = 32;
-// Rows per group of packed q8_0 weights (kernels/q8_0_packed.h).
+// Rows per group of packed q8_0 weights (kernels/packed_weights.h).
 constexpr std::size_t kQ8GroupRows = 16;
+// Packed bf16 weights: groups of rows (the GEMV's rows per pass) by chunks of columns.
+constexpr std::size_t kBf16GroupRows = 4;
+constexpr std::size_t kBf16ChunkCols = 32;
+constexpr std::size_t bf16_packed_cols(std::size_t cols) {
+  return (cols + kBf16ChunkCols - 1) / kBf16ChunkCols * kBf16ChunkCols;
+}
 
 constexpr float kFmaProbeMultiplier = 0.999f;  // chains converge to b / (1 - a) = 1: never denormal
 constexpr float kFmaProbeAddend = 0.001f;

@@ -123,7 +123,9 @@ struct Matmul::Impl {
     return p;  // handles: stay valid even if evicted while another thread runs them
   }
 
-  static_assert(kMatmulBlockColumns % kQ8GroupRows == 0, "a column block is whole q8_0 groups");
+  static_assert(kMatmulBlockColumns % kQ8GroupRows == 0 &&
+                    kMatmulBlockColumns % kBf16GroupRows == 0,
+                "a column block is whole groups of packed weights");
   // Rows [column, column + width) of W as f32: in place, or widened into the calling thread's
   // buffer (exactly: the dequantization kernels give the same bits on every ISA).
   float* f32_weights(std::size_t column, std::size_t width) const {
@@ -132,7 +134,7 @@ struct Matmul::Impl {
     if (widened.size() < width * k) widened.resize(width * k);
     const KernelTable& kernels = active_kernels();
     if (w.type == WeightType::BF16) {
-      kernels.bf16_to_f32(width * k, w.bf16_rows(column, k), widened.data());
+      kernels.widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
     } else {
       kernels.dequantize_q8_0_rows(width, k, w.q8_rows(column, k), w.q8_scales(column, k),
                                    widened.data());

@@ -1,5 +1,5 @@
 // q8_0 weights and activations (docs/format.md): quantization, dequantization of packed weights
-// (q8_0_packed.h), and the GEMV of packed q8_0 weights by q8_0 activations, for one vector
+// (packed_weights.h), and the GEMV of packed q8_0 weights by q8_0 activations, for one vector
 // (gemv_q8_0) or several (gemv_batch_q8_0).
 //
 // The GEMV takes Q8GroupDot<A>::kGroups groups of 16 rows per pass, so that each block of

@@ -1,4 +1,4 @@
-// The int8 dot products of a packed q8_0 group (kernels/q8_0_packed.h: 16 rows, per block of 32
+// The int8 dot products of a packed q8_0 group (kernels/packed_weights.h: 16 rows, per block of 32
 // columns 8 steps of 4 columns, each step the 16 rows' 4 quants side by side) with one block of
 // activation quants, one specialisation per architecture: xsimd 8.1 has no int8 products.
 //   kGroups                       groups per pass of the GEMV (each prepared block serves them all)

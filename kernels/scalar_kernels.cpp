@@ -7,22 +7,28 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
-#include "kernels/q8_0_packed.h"
+#include "kernels/packed_weights.h"
 
 namespace aft::kernels {
 namespace {
 
-float widen(float w) { return w; }
-float widen(uint16_t w) { return bf16_to_float(w); }
+// Weight (r, c): f32 row-major, bf16 packed (packed_weights.h).
+float weight(const float* w, std::size_t r, std::size_t c, std::size_t cols) {
+  return w[r * cols + c];
+}
+float weight(const uint16_t* w, std::size_t r, std::size_t c, std::size_t cols) {
+  return bf16_to_float(w[bf16_packed_index(r, c, cols)]);
+}
 
 // W: float (gemv_f32) or bf16 bits (gemv_bf16).
 template <class W>
 void gemv(std::size_t rows, std::size_t cols, const W* w, const float* x, const float* bias,
           float* y) {
   for (std::size_t r = 0; r < rows; ++r) {
-    const W* row = w + r * cols;
     double sum = bias ? bias[r] : 0.0;
-    for (std::size_t c = 0; c < cols; ++c) sum += static_cast<double>(widen(row[c])) * x[c];
+    for (std::size_t c = 0; c < cols; ++c) {
+      sum += static_cast<double>(weight(w, r, c, cols)) * x[c];
+    }
     y[r] = static_cast<float>(sum);
   }
 }
@@ -89,8 +95,10 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   }
 }
 
-void bf16_to_f32(std::size_t n, const uint16_t* b, float* x) {
-  for (std::size_t i = 0; i < n; ++i) x[i] = widen(b[i]);
+void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, float* x) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = weight(w, r, c, cols);
+  }
 }
 
 // Two passes (mean, then squared deviations): no cancellation for inputs with a large offset.
@@ -270,7 +278,7 @@ constexpr KernelTable kScalar{
     gemv_batch_q8_0,
     gemv<uint16_t>,
     gemv_batch<uint16_t>,
-    bf16_to_f32,
+    widen_bf16_rows,
     sum_f32,
     fma_probe_f32,
 };

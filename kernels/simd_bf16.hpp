@@ -64,13 +64,4 @@ float bf16_value(uint16_t b) {
   return value;
 }
 
-// x[i] = the bf16 value b[i].
-template <class A>
-void bf16_to_f32(std::size_t n, const uint16_t* b, float* x) {
-  constexpr std::size_t L = xsimd::batch<float, A>::size;
-  std::size_t i = 0;
-  for (; i + L <= n; i += L) load_bf16<A>(b + i).store_unaligned(x + i);
-  for (; i < n; ++i) x[i] = bf16_value<A>(b[i]);
-}
-
 }  // namespace aft::kernels::simd

@@ -24,8 +24,8 @@ template <class A>
 constexpr KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
-      &gemv<A, float>,
-      &gemv_batch<A, float>,
+      &gemv<A, F32Rows<A>>,
+      &gemv_batch<A, F32Rows<A>>,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,
@@ -42,9 +42,9 @@ constexpr KernelTable make_table(const char* isa) {
       &dequantize_q8_0_rows<A>,
       &gemv_q8_0<A>,
       &gemv_batch_q8_0<A>,
-      &gemv<A, uint16_t>,
-      &gemv_batch<A, uint16_t>,
-      &bf16_to_f32<A>,
+      &gemv<A, Bf16PackedRows<A>>,
+      &gemv_batch<A, Bf16PackedRows<A>>,
+      &widen_bf16_rows<A>,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

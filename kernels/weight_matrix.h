@@ -1,7 +1,8 @@
 // A linear layer's weight matrix: [rows, cols] (PyTorch's nn.Linear layout, rows = outputs), in
-// one of the weight dtypes. f32 and bf16 row-major, as the model file stores them (docs/format.md);
-// q8_0 packed for the GEMV kernels (kernels/q8_0_packed.h), where a group of 16 rows starts where
-// its first row would in the row-major layout, so q8_rows / q8_scales take a multiple of 16.
+// one of the weight dtypes: f32 row-major, as the model file stores it (docs/format.md); bf16 and
+// q8_0 packed for the GEMV kernels (kernels/packed_weights.h), where a group of rows starts where
+// its first row would in a row-major layout, so bf16_rows / q8_rows / q8_scales take a multiple of
+// the group's rows (4, 16).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@ enum class WeightType { F32, BF16, Q8_0 };
 
 struct WeightMatrix {
   WeightType type = WeightType::F32;
-  // F32: float values; BF16: uint16 values; Q8_0: packed int8 quants.
+  // F32: float values; BF16: packed uint16 values; Q8_0: packed int8 quants.
   const void* data = nullptr;
   // Q8_0 only: the packed scales, one per row and block of kQ8BlockSize columns.
   const float* scales = nullptr;
@@ -30,7 +31,7 @@ struct WeightMatrix {
     return static_cast<const float*>(data) + first_row * cols;
   }
   const uint16_t* bf16_rows(std::size_t first_row, std::size_t cols) const {
-    return static_cast<const uint16_t*>(data) + first_row * cols;
+    return static_cast<const uint16_t*>(data) + first_row * bf16_packed_cols(cols);
   }
   const int8_t* q8_rows(std::size_t first_row, std::size_t cols) const {
     return static_cast<const int8_t*>(data) + first_row * cols;

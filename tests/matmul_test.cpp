@@ -16,7 +16,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
-#include "kernels/q8_0_packed.h"
+#include "kernels/packed_weights.h"
 #include "random_vector.h"
 
 namespace aft::kernels {
@@ -214,16 +214,19 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
     const Problem p(s.m, s.k, s.n);
     std::vector<uint16_t> bf16(p.w.size());
     std::vector<float> bf16_values(p.w.size());
-    for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = f32_to_bf16(p.w[i]);
-    reference.bf16_to_f32(bf16.size(), bf16.data(), bf16_values.data());
+    for (std::size_t i = 0; i < bf16.size(); ++i) {
+      bf16[i] = f32_to_bf16(p.w[i]);
+      bf16_values[i] = bf16_to_float(bf16[i]);
+    }
     std::vector<int8_t> quants(p.w.size());
     std::vector<float> scales(p.w.size() / kQ8BlockSize), q8_values(p.w.size());
     reference.quantize_q8_0(p.w.size(), p.w.data(), quants.data(), scales.data());
     for (std::size_t i = 0; i < p.w.size(); ++i) {
       q8_values[i] = scales[i / kQ8BlockSize] * static_cast<float>(quants[i]);
     }
-    const PackedQ8_0 packed(s.n, s.k, quants.data(), scales.data());
-    const WeightMatrix widened[] = {{WeightType::BF16, bf16.data(), nullptr}, packed.matrix()};
+    const PackedWeights packed[] = {PackedWeights::bf16(s.n, s.k, bf16.data()),
+                                    PackedWeights::q8_0(s.n, s.k, quants.data(), scales.data())};
+    const WeightMatrix widened[] = {packed[0].matrix(), packed[1].matrix()};
     const std::vector<float>* values[] = {&bf16_values, &q8_values};
     for (int type = 0; type < 2; ++type) {
       const Matmul plain(p.k, p.n, values[type]->data(), p.bias.data(), PostOp::Gelu);

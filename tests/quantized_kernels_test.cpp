@@ -18,7 +18,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
-#include "kernels/q8_0_packed.h"
+#include "kernels/packed_weights.h"
 
 namespace aft::kernels {
 namespace {
@@ -55,7 +55,7 @@ Q8 quantize(const KernelTable& k, const std::vector<float>& x) {
   return out;
 }
 
-// A row-major q8_0 matrix in the kernels' layout (q8_0_packed.h).
+// A row-major q8_0 matrix in the kernels' layout (packed_weights.h).
 Q8 pack(std::size_t rows, std::size_t cols, const Q8& w) {
   Q8 out{std::vector<int8_t>(q8_0_packed_rows(rows) * cols),
          std::vector<float>(q8_0_packed_rows(rows) * cols / kBlock)};
@@ -106,7 +106,7 @@ TEST(QuantizedDispatch, TablesAreComplete) {
     EXPECT_NE(t->gemv_batch_q8_0, nullptr) << name;
     EXPECT_NE(t->gemv_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_batch_bf16, nullptr) << name;
-    EXPECT_NE(t->bf16_to_f32, nullptr) << name;
+    EXPECT_NE(t->widen_bf16_rows, nullptr) << name;
   }
 }
 
@@ -316,6 +316,35 @@ std::vector<uint16_t> random_bf16(std::size_t n, unsigned seed) {
   return b;
 }
 
+// A row-major bf16 matrix in the kernels' layout (packed_weights.h).
+std::vector<uint16_t> pack(std::size_t rows, std::size_t cols, const std::vector<uint16_t>& w) {
+  std::vector<uint16_t> p(bf16_packed_size(rows, cols));
+  pack_bf16(rows, cols, w.data(), p.data());
+  return p;
+}
+
+// The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
+// other, a group of 4 rows where its first row would be with the padded column count.
+TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
+  const std::size_t rows = 6, cols = 40;  // a partial group and a partial chunk
+  std::vector<uint16_t> w(rows * cols);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(i + 1);
+  const auto p = pack(rows, cols, w);
+  ASSERT_EQ(p.size(), 8u * 64u);
+  EXPECT_EQ(p[0], w[0]);
+  EXPECT_EQ(p[31], w[31]);
+  EXPECT_EQ(p[32], w[cols]);          // row 1's first chunk after row 0's
+  EXPECT_EQ(p[128], w[32]);           // then the rows' second chunks
+  EXPECT_EQ(p[128 + 8], 0);           // columns 40..63: padding
+  EXPECT_EQ(p[4 * 64], w[4 * cols]);  // the second group starts where row 4 would
+  for (std::size_t r = 0; r < 8; ++r) {
+    for (std::size_t c = 0; c < 64; ++c) {
+      const uint16_t want = r < rows && c < cols ? w[r * cols + c] : 0;
+      ASSERT_EQ(p[bf16_packed_index(r, c, cols)], want) << r << ", " << c;
+    }
+  }
+}
+
 TEST(QuantizedReference, GemvBf16MatchesFloat64) {
   const KernelTable& k = scalar_kernels();
   for (std::size_t rows : {1, 5, 17}) {
@@ -324,7 +353,7 @@ TEST(QuantizedReference, GemvBf16MatchesFloat64) {
       const auto x = random_vector(cols, -1.0f, 1.0f, 8);
       const auto bias = random_vector(rows, -1.0f, 1.0f, 9);
       std::vector<float> y(rows);
-      k.gemv_bf16(rows, cols, w.data(), x.data(), bias.data(), y.data());
+      k.gemv_bf16(rows, cols, pack(rows, cols, w).data(), x.data(), bias.data(), y.data());
       for (std::size_t r = 0; r < rows; ++r) {
         double sum = bias[r], magnitude = std::fabs(bias[r]);
         for (std::size_t c = 0; c < cols; ++c) {
@@ -374,16 +403,18 @@ TEST_P(QuantizedIsaTest, DequantizeIsBitIdentical) {
   }
 }
 
-TEST_P(QuantizedIsaTest, Bf16ToF32IsExactForEveryPattern) {
-  std::vector<uint16_t> all(65536 + 7);  // a tail after every full batch
+TEST_P(QuantizedIsaTest, WidenBf16IsExactForEveryPattern) {
+  const std::size_t cols = 41;  // whole batches and a tail in every row
+  std::vector<uint16_t> all((65536 + cols - 1) / cols * cols);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
-  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{17}, all.size()}) {
-    std::vector<float> x(n + 16, kGuard);
-    k().bf16_to_f32(n, all.data(), x.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(to_bits(x[i]), uint32_t{all[i]} << 16) << "n=" << n << " element " << i;
+  for (std::size_t rows : {std::size_t{1}, std::size_t{3}, all.size() / cols}) {
+    const auto p = pack(rows, cols, all);
+    std::vector<float> x(rows * cols + 16, kGuard);
+    k().widen_bf16_rows(rows, cols, p.data(), x.data());
+    for (std::size_t i = 0; i < rows * cols; ++i) {
+      ASSERT_EQ(to_bits(x[i]), uint32_t{all[i]} << 16) << rows << " rows, element " << i;
     }
-    for (std::size_t i = n; i < x.size(); ++i) ASSERT_EQ(x[i], kGuard);
+    for (std::size_t i = rows * cols; i < x.size(); ++i) ASSERT_EQ(x[i], kGuard);
   }
 }
 
@@ -481,13 +512,14 @@ TEST_P(QuantizedIsaTest, GemvBf16IsGemvF32OfWidenedWeights) {
   for (std::size_t rows : kRows) {
     for (std::size_t cols : kBf16Cols) {
       const auto w = random_bf16(rows * cols, 50);
+      const auto p = pack(rows, cols, w);
       std::vector<float> widened(w.size());
-      ref().bf16_to_f32(w.size(), w.data(), widened.data());
+      ref().widen_bf16_rows(rows, cols, p.data(), widened.data());
       const auto x = random_vector(cols, -1.0f, 1.0f, 51);
       const auto bias = random_vector(rows, -1.0f, 1.0f, 52);
       for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
         std::vector<float> y(rows + 16, kGuard), f32(rows);
-        k().gemv_bf16(rows, cols, w.data(), x.data(), b, y.data());
+        k().gemv_bf16(rows, cols, p.data(), x.data(), b, y.data());
         k().gemv_f32(rows, cols, widened.data(), x.data(), b, f32.data());
         for (std::size_t r = 0; r < rows; ++r) {
           ASSERT_EQ(to_bits(y[r]), to_bits(f32[r])) << rows << "x" << cols << " row " << r;
@@ -502,10 +534,11 @@ TEST_P(QuantizedIsaTest, GemvBf16MatchesReference) {
   for (std::size_t rows : kRows) {
     for (std::size_t cols : kBf16Cols) {
       const auto w = random_bf16(rows * cols, 53);
+      const auto p = pack(rows, cols, w);
       const auto x = random_vector(cols, -1.0f, 1.0f, 54);
       std::vector<float> y(rows), want(rows);
-      k().gemv_bf16(rows, cols, w.data(), x.data(), nullptr, y.data());
-      ref().gemv_bf16(rows, cols, w.data(), x.data(), nullptr, want.data());
+      k().gemv_bf16(rows, cols, p.data(), x.data(), nullptr, y.data());
+      ref().gemv_bf16(rows, cols, p.data(), x.data(), nullptr, want.data());
       for (std::size_t r = 0; r < rows; ++r) {
         double magnitude = 0.0;
         for (std::size_t c = 0; c < cols; ++c) {
@@ -524,7 +557,7 @@ TEST_P(QuantizedIsaTest, GemvBf16BatchHasTheBitsOfGemv) {
     for (std::size_t cols : kBf16Cols) {
       for (std::size_t vectors : {1, 2, 3, 5}) {
         const std::size_t x_stride = cols + 3, y_stride = rows + 5;
-        const auto w = random_bf16(rows * cols, 55);
+        const auto w = pack(rows, cols, random_bf16(rows * cols, 55));
         const auto x = random_vector(vectors * x_stride, -1.0f, 1.0f, 56);
         const auto bias = random_vector(rows, -1.0f, 1.0f, 57);
         std::vector<float> y(vectors * y_stride + 16, kGuard);

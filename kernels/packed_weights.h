@@ -1,0 +1,86 @@
+// Weight matrices in the layouts of the GEMV kernels, packed once at model load (the model file
+// keeps them row-major, docs/format.md). Decode reads every weight once per token, so a layout
+// that the GEMV reads as one sequential stream, in the order it uses the weights, is worth a copy:
+// a row-major matrix read a few rows at a time is many short streams, which the hardware
+// prefetchers follow poorly (measured: bf16 rows of 1 KB read at half the rate of one stream).
+//
+// q8_0: rows in groups of kQ8GroupRows (the last group padded with zero rows). A group's quants
+// are stored block after block (kQ8BlockSize columns), each block as 8 steps of 4 columns, each
+// step the group's rows side by side:
+//   quants[((g * blocks + b) * 8 + s) * 64 + i * 4 + j] = wq[g * 16 + i][32 b + 4 s + j]
+//   scales[(g * blocks + b) * 16 + i]                    = wd[g * 16 + i][b]
+// so that one SIMD register holds 4 columns of many rows, and the step's 4 activation quants,
+// broadcast to every lane, multiply all of them without horizontal sums.
+//
+// bf16: rows in groups of kBf16GroupRows, columns in chunks of kBf16ChunkCols (both padded with
+// zeros); a group's chunks one after the other, each chunk its rows one after the other:
+//   w[((g * chunks + k) * 4 + i) * 32 + j] = w[g * 4 + i][32 k + j]
+// which is the order in which the GEMV, 4 rows at a time, reads them.
+//
+// In both, the group of row r (a multiple of the group's rows) starts at r * cols (bf16: the
+// padded cols) values, and its q8_0 scales at r * cols / 32, as a row does in a row-major layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "kernels/kernels.h"
+#include "kernels/weight_matrix.h"
+
+namespace aft::kernels {
+
+// Rows rounded up to whole q8_0 groups.
+constexpr std::size_t q8_0_packed_rows(std::size_t rows) {
+  return (rows + kQ8GroupRows - 1) / kQ8GroupRows * kQ8GroupRows;
+}
+
+// The places of weight (r, c) and of the scale of row r's block b in the packed q8_0 planes.
+constexpr std::size_t q8_0_packed_quant(std::size_t r, std::size_t c, std::size_t cols) {
+  const std::size_t group_block = r / kQ8GroupRows * (cols / kQ8BlockSize) + c / kQ8BlockSize;
+  return (group_block * (kQ8BlockSize / 4) + c % kQ8BlockSize / 4) * 4 * kQ8GroupRows +
+         r % kQ8GroupRows * 4 + c % 4;
+}
+constexpr std::size_t q8_0_packed_scale(std::size_t r, std::size_t b, std::size_t cols) {
+  return (r / kQ8GroupRows * (cols / kQ8BlockSize) + b) * kQ8GroupRows + r % kQ8GroupRows;
+}
+
+// Packs the file layout's planes (wq: rows x cols quants, wd: rows x cols / 32 scales; cols % 32
+// == 0) into pq (q8_0_packed_rows(rows) * cols quants) and pd (q8_0_packed_rows(rows) * cols / 32
+// scales).
+void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd, int8_t* pq,
+               float* pd);
+
+// The packed bf16 values of a [rows, cols] matrix, and the place of weight (r, c).
+constexpr std::size_t bf16_packed_size(std::size_t rows, std::size_t cols) {
+  return (rows + kBf16GroupRows - 1) / kBf16GroupRows * kBf16GroupRows * bf16_packed_cols(cols);
+}
+constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
+  return ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
+              kBf16GroupRows +
+          r % kBf16GroupRows) *
+             kBf16ChunkCols +
+         c % kBf16ChunkCols;
+}
+
+// Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).
+void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p);
+
+// A packed copy of one weight matrix, 64-byte aligned, owned.
+class PackedWeights {
+ public:
+  static PackedWeights q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd);
+  static PackedWeights bf16(std::size_t rows, std::size_t cols, const uint16_t* w);
+  const WeightMatrix& matrix() const { return matrix_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> values_;
+  std::unique_ptr<float[], Free> scales_;
+  WeightMatrix matrix_;
+};
+
+}  // namespace aft::kernels
