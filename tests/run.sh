@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: a Release build and an ASan+UBSan build, each running every C++ test,
-# then the Python reference's tests and the Python package's (over the Release build's libaft.so).
+# The whole test suite: a Release build and an ASan+UBSan build, each running every C++ test, a
+# ThreadSanitizer build (clang) running every C++ test but the repeats on forced CPU paths, then
+# the Python reference's tests and the Python package's (over the Release build's libaft.so).
 # Usage: tests/run.sh [jobs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,18 @@ for type in Release Sanitize; do
   echo "== $type tests"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 done
+
+# TSan sees OpenMP's synchronization through clang's archer tool; reports inside the libraries
+# built without TSan are suppressed by library (tests/tsan.supp). The forced-path repeats (names
+# with a dot) run the same code as the plain tests.
+echo "== Tsan build (build-tests-tsan, clang)"
+CC=clang CXX=clang++ cmake -S . -B build-tests-tsan -DCMAKE_BUILD_TYPE=Tsan > /dev/null
+cmake --build build-tests-tsan -j "$jobs"
+echo "== Tsan tests"
+archer="/usr/lib/llvm-$(clang -dumpversion | cut -d. -f1)/lib/libarcher.so"
+[ -f "$archer" ] || { echo "tests/run.sh: $archer is missing (libomp-dev)" >&2; exit 1; }
+OMP_TOOL_LIBRARIES="$archer" TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$PWD/tests/tsan.supp" \
+  ctest --test-dir build-tests-tsan --output-on-failure -j "$jobs" -E '\.(avx|sse|scalar|neon|onednn)'
 
 echo "== Python reference tests"
 /usr/bin/python3 -m unittest discover -s tests/python -v
