@@ -9,37 +9,66 @@
 
 namespace aft::kernels::simd {
 
+// T as a parameter type that takes no part in deduction: load_partial<A>(p, n, 0.0f) deduces T
+// from p alone.
+template <class T>
+struct Same {
+  using type = T;
+};
+
 // Lanes [0, count) from p, the others set to fill (a value that keeps the padding lanes harmless).
-template <class A>
-xsimd::batch<float, A> load_partial(const float* p, std::size_t count, float fill) {
-  using B = xsimd::batch<float, A>;
-  alignas(A::alignment()) float buf[B::size];
+template <class A, class T>
+xsimd::batch<T, A> load_partial(const T* p, std::size_t count, typename Same<T>::type fill) {
+  using B = xsimd::batch<T, A>;
+  alignas(A::alignment()) T buf[B::size];
   for (std::size_t i = 0; i < B::size; ++i) buf[i] = i < count ? p[i] : fill;
   return B::load_aligned(buf);
 }
 
 // Writes lanes [0, count) of v to p.
-template <class A>
-void store_partial(const xsimd::batch<float, A>& v, float* p, std::size_t count) {
-  alignas(A::alignment()) float buf[xsimd::batch<float, A>::size];
+template <class A, class T>
+void store_partial(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
+  alignas(A::alignment()) T buf[xsimd::batch<T, A>::size];
   v.store_aligned(buf);
   for (std::size_t i = 0; i < count; ++i) p[i] = buf[i];
 }
 
 // Lanes [0, count) of a batch that may be full (count == size: a plain load or store) or a tail.
-template <class A>
-xsimd::batch<float, A> load_lanes(const float* p, std::size_t count, float fill) {
-  using B = xsimd::batch<float, A>;
+template <class A, class T>
+xsimd::batch<T, A> load_lanes(const T* p, std::size_t count, typename Same<T>::type fill) {
+  using B = xsimd::batch<T, A>;
   return count == B::size ? B::load_unaligned(p) : load_partial<A>(p, count, fill);
 }
 
-template <class A>
-void store_lanes(const xsimd::batch<float, A>& v, float* p, std::size_t count) {
-  if (count == xsimd::batch<float, A>::size) {
+template <class A, class T>
+void store_lanes(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
+  if (count == xsimd::batch<T, A>::size) {
     v.store_unaligned(p);
   } else {
     store_partial<A>(v, p, count);
   }
+}
+
+// Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 converts through
+// std::copy, a template the ISA files would share; these loops are the architecture's own, and
+// compile to its conversion instructions.
+template <class A>
+xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double fill) {
+  using D = xsimd::batch<double, A>;
+  alignas(A::alignment()) double buf[D::size];
+  if (count == D::size) {
+    for (std::size_t i = 0; i < D::size; ++i) buf[i] = p[i];
+  } else {
+    for (std::size_t i = 0; i < D::size; ++i) buf[i] = i < count ? p[i] : fill;
+  }
+  return D::load_aligned(buf);
+}
+
+template <class A>
+void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t count) {
+  alignas(A::alignment()) double buf[xsimd::batch<double, A>::size];
+  v.store_aligned(buf);
+  for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>(buf[i]);
 }
 
 // True in lanes [0, count).
