@@ -1,6 +1,6 @@
-// Float (and double) arrays aligned to 64 bytes (a cache line, an AVX-512 register). Arrays that threads split
-// into channel blocks need it: with malloc's 16-byte alignment the line at each block boundary
-// would be written by two threads.
+// Float (and double) arrays aligned to 64 bytes (a cache line, an AVX-512 register). Arrays that
+// threads split into channel blocks need it: with malloc's 16-byte alignment the line at each block
+// boundary would be written by two threads.
 #pragma once
 
 #include <cstddef>

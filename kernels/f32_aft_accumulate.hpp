@@ -59,8 +59,9 @@ void aft_accumulate_f32(std::size_t n, double* m, double* a, double* b, const fl
 template <class A>
 void aft_accumulate_biased_f32(std::size_t n, double* m, double* a, double* b, const float* k,
                                const float* v, const float* w) {
-  aft_accumulate<A>(n, m, a, b, k, v,
-                    [&](std::size_t c, std::size_t count) { return load_widened<A>(w + c, count, 0.0); });
+  aft_accumulate<A>(n, m, a, b, k, v, [&](std::size_t c, std::size_t count) {
+    return load_widened<A>(w + c, count, 0.0);
+  });
 }
 
 }  // namespace aft::kernels::simd

@@ -132,8 +132,7 @@ void aft_accumulate_biased_f32(std::size_t n, double* m, double* a, double* b, c
 // sigmoid from exp(-|q|) <= 1: never overflows, and keeps relative accuracy for very negative q.
 float aft_output(float q, double a, double b) {
   const double e = std::exp(-std::fabs(double(q)));
-  const double s = (q >= 0.0f ? 1.0 : e) / (1.0 + e);
-  return static_cast<float>(s * (a / b));
+  return static_cast<float>((q >= 0.0f ? a : e * a) / ((1.0 + e) * b));
 }
 
 void aft_output_f32(std::size_t n, const float* q, const double* a, const double* b, float* y) {

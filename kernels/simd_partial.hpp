@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include <xsimd/xsimd.hpp>
 
@@ -49,26 +50,58 @@ void store_lanes(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
   }
 }
 
-// Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 converts through
-// std::copy, a template the ISA files would share; these loops are the architecture's own, and
-// compile to its conversion instructions.
+// Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 has no such conversion
+// (its converting loads go element by element through a buffer, and a vector load of scalar
+// stores stalls on store forwarding: the accumulator ran at a third of its speed); a whole batch
+// goes through GCC's (and Clang's) vector conversion, a tail through a padded buffer.
+// GCC ignores vector_size with a dependent size: one type pair per batch size.
+template <std::size_t L>
+struct VectorPair;
+template <>
+struct VectorPair<2> {
+  typedef float Floats __attribute__((vector_size(8)));
+  typedef double Doubles __attribute__((vector_size(16)));
+};
+template <>
+struct VectorPair<4> {
+  typedef float Floats __attribute__((vector_size(16)));
+  typedef double Doubles __attribute__((vector_size(32)));
+};
+template <>
+struct VectorPair<8> {
+  typedef float Floats __attribute__((vector_size(32)));
+  typedef double Doubles __attribute__((vector_size(64)));
+};
+
 template <class A>
 xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double fill) {
-  using D = xsimd::batch<double, A>;
-  alignas(A::alignment()) double buf[D::size];
-  if (count == D::size) {
-    for (std::size_t i = 0; i < D::size; ++i) buf[i] = p[i];
+  constexpr std::size_t L = xsimd::batch<double, A>::size;
+  using Floats = typename VectorPair<L>::Floats;
+  using Doubles = typename VectorPair<L>::Doubles;
+  alignas(A::alignment()) Doubles buf;
+  if (count == L) {
+    Floats f;
+    std::memcpy(&f, p, sizeof(f));
+    buf = __builtin_convertvector(f, Doubles);
   } else {
-    for (std::size_t i = 0; i < D::size; ++i) buf[i] = i < count ? p[i] : fill;
+    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? p[i] : fill;
   }
-  return D::load_aligned(buf);
+  return xsimd::batch<double, A>::load_aligned(reinterpret_cast<const double*>(&buf));
 }
 
 template <class A>
 void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t count) {
-  alignas(A::alignment()) double buf[xsimd::batch<double, A>::size];
-  v.store_aligned(buf);
-  for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>(buf[i]);
+  constexpr std::size_t L = xsimd::batch<double, A>::size;
+  using Floats = typename VectorPair<L>::Floats;
+  using Doubles = typename VectorPair<L>::Doubles;
+  alignas(A::alignment()) Doubles buf;
+  v.store_aligned(reinterpret_cast<double*>(&buf));
+  const Floats f = __builtin_convertvector(buf, Floats);
+  if (count == L) {
+    std::memcpy(p, &f, sizeof(f));
+  } else {
+    for (std::size_t i = 0; i < count; ++i) p[i] = f[i];
+  }
 }
 
 // True in lanes [0, count).

@@ -78,8 +78,8 @@ TEST(ExpNonpositive, DoubleMatchesExpWithin2Ulp) {
     if (x < lowest) continue;
     const long double want = std::exp(static_cast<long double>(x));
     const double ulp = std::ldexp(1.0, std::ilogb(static_cast<double>(want)) - 52);
-    worst_ulp = std::max(
-        worst_ulp, static_cast<double>(std::fabs(exp_nonpositive(x) - want)) / ulp);
+    worst_ulp =
+        std::max(worst_ulp, static_cast<double>(std::fabs(exp_nonpositive(x) - want)) / ulp);
   }
   EXPECT_LE(worst_ulp, 2.0);
   EXPECT_EQ(exp_nonpositive(0.0), 1.0);

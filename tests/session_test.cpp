@@ -320,7 +320,8 @@ class ExactOneLayerModel {
                              std::size_t rows) {
     std::vector<double> y(weights_[name + ".bias"]);
     for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < x.size(); ++c) y[r] += weights_[name + ".weight"][r * x.size() + c] * x[c];
+      for (std::size_t c = 0; c < x.size(); ++c)
+        y[r] += weights_[name + ".weight"][r * x.size() + c] * x[c];
     }
     return y;
   }
@@ -332,9 +333,9 @@ class ExactOneLayerModel {
 };
 
 // The mixer's sums over 2^24 positions (prompts of 2^16 tokens) against float64 logits from the
-// token counts, at 2^20, 2^22 and 2^24 positions, for AFT-simple and AFT-conv. Keys spread over about +-3, so that the sums mix
-// weights from 1 down to e^-6. With float32 sums (state format 2) the largest error was
-// MEASURED.
+// token counts, at 2^20, 2^22 and 2^24 positions, for AFT-simple and AFT-conv. Keys spread over
+// about +-3, so that the sums mix weights from 1 down to e^-6. With float32 sums (state format 2)
+// the largest error was MEASURED.
 TEST_F(SessionTest, LogitsStayExactOverLongSequences) {
   for (const char* mixer : {"simple", "conv"}) {
     nlohmann::json config = tiny_config(mixer);
@@ -354,7 +355,8 @@ TEST_F(SessionTest, LogitsStayExactOverLongSequences) {
     std::vector<int32_t> chunk(std::size_t{1} << 16), recent;  // recent: newest first
     uint32_t x = 11;
     std::size_t position = 0;
-    for (std::size_t checkpoint : {std::size_t{1} << 20, std::size_t{1} << 22, std::size_t{1} << 24}) {
+    for (std::size_t checkpoint :
+         {std::size_t{1} << 20, std::size_t{1} << 22, std::size_t{1} << 24}) {
       while (position < checkpoint) {
         const std::size_t n = std::min(chunk.size(), checkpoint - position);
         for (std::size_t i = 0; i < n; ++i) {

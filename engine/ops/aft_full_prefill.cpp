@@ -80,8 +80,8 @@ struct ChannelBlockScratch {
     a = at_least(a_buffer, rows * kChannelBlock);
     b = at_least(b_buffer, rows * kChannelBlock);
   }
-  float* factors;    // key block rows: F * V | F, 2 kChannelBlock apart
-  float* sums;       // chunk rows: N_j | D_j, 2 kChannelBlock apart
+  float* factors;     // key block rows: F * V | F, 2 kChannelBlock apart
+  float* sums;        // chunk rows: N_j | D_j, 2 kChannelBlock apart
   float* key_max;     // kappa_j
   double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
   AlignedBuffer factors_buffer, sums_buffer, key_max_buffer;

@@ -3,7 +3,6 @@
 // accumulator states one (double), always of a value minus a maximum.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -48,16 +47,27 @@ inline double exp_nonpositive(double x) {
   const double clamped = x > kMinArgument ? x : kMinArgument;
   const double n = (clamped * kLog2e + kRound) - kRound;
   const double r = (clamped - n * kLn2Hi) - n * kLn2Lo;
-  // 1 / k! for k = 13 down to 0, for Horner's rule.
-  constexpr double kCoefficients[] = {
-      1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
-      1.0 / 40320,      1.0 / 5040,      1.0 / 720,      1.0 / 120,     1.0 / 24,
-      1.0 / 6,          0.5,             1.0,            1.0};
-  double p = kCoefficients[0];
-  for (std::size_t i = 1; i < sizeof(kCoefficients) / sizeof(double); ++i) {
-    p = p * r + kCoefficients[i];
-  }
-  const int64_t bits = (static_cast<int64_t>(n) + 1023) << 52;  // n in [-1022, 0]: a normal 2^n
+  double p = 1.0 / 6227020800;  // 1 / 13!, then Horner's rule down to 1 / 0!
+  p = p * r + 1.0 / 479001600;
+  p = p * r + 1.0 / 39916800;
+  p = p * r + 1.0 / 3628800;
+  p = p * r + 1.0 / 362880;
+  p = p * r + 1.0 / 40320;
+  p = p * r + 1.0 / 5040;
+  p = p * r + 1.0 / 720;
+  p = p * r + 1.0 / 120;
+  p = p * r + 1.0 / 24;
+  p = p * r + 1.0 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // n + 1023 + 2^52 holds n + 1023 (in [1, 1023]) in its low mantissa bits; shifted by 52 they are
+  // the exponent field of 2^n (no conversion to a 64-bit integer, which SSE2 lacks: the loops over
+  // it vectorize).
+  const double biased = n + (1023.0 + 4503599627370496.0);
+  uint64_t bits;
+  std::memcpy(&bits, &biased, sizeof(bits));
+  bits <<= 52;
   double scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return x >= kMinArgument ? p * scale : x < kMinArgument ? 0.0 : x;
