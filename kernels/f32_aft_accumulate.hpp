@@ -16,10 +16,14 @@ namespace aft::kernels::simd {
 
 // Adds logit x with value v. One exp per lane: exp(min - max) = exp(-|x - m|) is the rescale of the
 // old sums when x is a new maximum, else the weight of the new entry. Its argument is <= 0, so it
-// never overflows; from m = -inf it is exp(-inf) = 0, giving a = v, b = 1.
+// never overflows; from m = -inf it is exp(-inf) = 0, giving a = v, b = 1. Always inlined, as
+// exp_nonpositive (a call spills every vector register).
 template <class A>
-void aft_add(xsimd::batch<double, A>& m, xsimd::batch<double, A>& a, xsimd::batch<double, A>& b,
-             const xsimd::batch<double, A>& x, const xsimd::batch<double, A>& v) {
+__attribute__((always_inline)) inline void aft_add(xsimd::batch<double, A>& m,
+                                                   xsimd::batch<double, A>& a,
+                                                   xsimd::batch<double, A>& b,
+                                                   const xsimd::batch<double, A>& x,
+                                                   const xsimd::batch<double, A>& v) {
   using D = xsimd::batch<double, A>;
   const D hi = xsimd::max(m, x);
   const D e = exp_nonpositive<A>(xsimd::min(m, x) - hi);

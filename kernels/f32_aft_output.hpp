@@ -13,9 +13,9 @@ namespace aft::kernels::simd {
 // sigmoid from e = exp(-|q|) <= 1: 1 / (1 + e) for q >= 0, e / (1 + e) below; no overflow, and
 // relative accuracy is kept for very negative q. One division for both quotients.
 template <class A>
-xsimd::batch<double, A> aft_output(const xsimd::batch<double, A>& q,
-                                   const xsimd::batch<double, A>& a,
-                                   const xsimd::batch<double, A>& b) {
+__attribute__((always_inline)) inline xsimd::batch<double, A> aft_output(
+    const xsimd::batch<double, A>& q, const xsimd::batch<double, A>& a,
+    const xsimd::batch<double, A>& b) {
   using D = xsimd::batch<double, A>;
   const D e = exp_nonpositive<A>(-xsimd::abs(q));
   return xsimd::select(q >= D(0.0), a, e * a) / ((D(1.0) + e) * b);
