@@ -30,9 +30,9 @@ struct KernelTable {
 
   // Streaming AFT accumulator, per channel c in [0, n): adds one entry with logit k[c] + w and
   // value v[c] to the state (m, a, b), where a = sum exp(logit - m) v and b = sum exp(logit - m), m
-  // the running max. The state and the logit are float64, so that the sums stay exact to float32
-  // precision over any number of entries (2^30 and more; kernels/README.md). An empty state has
-  // m = -inf, a = b = 0. Stable for any finite logits (no overflow, no NaN).
+  // the running max. The state and the logit are float64, so that a / b keeps float32 precision
+  // over 2^30 entries and more (kernels/README.md). An empty state has m = -inf, a = b = 0.
+  // Stable for any finite logits (no overflow, no NaN).
   void (*aft_accumulate_f32)(std::size_t n, double* m, double* a, double* b, const float* k,
                              const float* v, float w);
   // The same with a per-channel bias w[c] (AFT-conv's per-head bias, expanded to channels).
