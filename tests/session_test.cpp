@@ -10,6 +10,7 @@
 
 #include "api_handles.h"
 #include "logit_error.h"
+#include "long_run.h"
 #include "model_file_writer.h"
 #include "run_command.h"
 
@@ -334,8 +335,9 @@ class ExactOneLayerModel {
 
 // The mixer's sums over 2^24 positions (prompts of 2^16 tokens) against float64 logits from the
 // token counts, at 2^20, 2^22 and 2^24 positions, for AFT-simple and AFT-conv. Keys spread over
-// about +-3, so that the sums mix weights from 1 down to e^-6. With float32 sums (state format 2)
-// the largest error was MEASURED.
+// about +-3, so that the sums mix weights from 1 down to e^-6. Measured: largest error 4.4e-7;
+// with float32 sums (state format 2) 2.4e-3, 9.5e-3 and 1.9e-2 (simple), 1.9e-3, 9.0e-3 and
+// 1.7e-2 (conv). Slow runs (long_run.h) stop at 2^20.
 TEST_F(SessionTest, LogitsStayExactOverLongSequences) {
   for (const char* mixer : {"simple", "conv"}) {
     nlohmann::json config = tiny_config(mixer);
@@ -357,6 +359,7 @@ TEST_F(SessionTest, LogitsStayExactOverLongSequences) {
     std::size_t position = 0;
     for (std::size_t checkpoint :
          {std::size_t{1} << 20, std::size_t{1} << 22, std::size_t{1} << 24}) {
+      if (checkpoint > (std::size_t{1} << 20) && test_data::slow_test_run()) break;
       while (position < checkpoint) {
         const std::size_t n = std::min(chunk.size(), checkpoint - position);
         for (std::size_t i = 0; i < n; ++i) {
@@ -379,7 +382,6 @@ TEST_F(SessionTest, LogitsStayExactOverLongSequences) {
         for (std::size_t i = 0; i < want.size(); ++i) {
           error = std::max(error, std::fabs(got[i] - want[i]));
         }
-        std::printf("%s %zu: %g\n", mixer, position, error);
         EXPECT_LE(error, 1e-5) << mixer << " at position " << position;
       }
     }
