@@ -1,6 +1,6 @@
-// Float arrays aligned to 64 bytes (a cache line, an AVX-512 register). Arrays that threads split
-// into channel blocks need it: with malloc's 16-byte alignment the line at each block boundary
-// would be written by two threads.
+// Float (and double) arrays aligned to 64 bytes (a cache line, an AVX-512 register). Arrays that
+// threads split into channel blocks need it: with malloc's 16-byte alignment the line at each block
+// boundary would be written by two threads.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,7 @@ struct CacheAlignedAllocator {
 };
 
 using AlignedFloats = std::vector<float, CacheAlignedAllocator<float>>;
+using AlignedDoubles = std::vector<double, CacheAlignedAllocator<double>>;
 
 class AlignedBuffer {
  public:

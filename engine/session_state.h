@@ -13,8 +13,10 @@ namespace aft {
 
 struct MixerState {
   // Global accumulators over the positions outside the window (bias 0), per channel:
-  // m the running max of the keys, a = sum exp(k - m) v, b = sum exp(k - m).
-  AlignedFloats m, a, b;
+  // m the running max of the keys, a = sum exp(k - m) v, b = sum exp(k - m). float64: they sum
+  // every position that ever left the window, without end for AFT-simple and AFT-conv
+  // (kernels.h, aft_accumulate_f32).
+  AlignedDoubles m, a, b;
   // The last `capacity` keys (expanded to d channels) and values, position p at row p % capacity.
   // Full-bias models keep every position: their rows grow with the sequence.
   ChannelBlockedRows keys, values;

@@ -12,26 +12,30 @@ namespace aft {
 namespace {
 
 // Layout, little-endian (as the model file): magic, u32 version, u32 model fingerprint, i64
-// position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then floats: m, a,
-// b, frame (d each), keys, values, scaled keys (rows x blocks x 64 each, channel_blocked_rows.h);
-// last a u64 state_checksum of every byte before it.
+// position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then doubles: m, a,
+// b (d each), then floats: frame (d), keys, values, scaled keys (rows x blocks x 64 each,
+// channel_blocked_rows.h); last a u64 state_checksum of every byte before it.
 constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4;
 constexpr std::size_t kLayerHeaderBytes = 8 + 8;
 
-// A layer's floats: the sums and frame (d each), and three arrays of rows by channel blocks.
-std::size_t layer_floats(std::size_t d, std::size_t rows) {
-  return 4 * d + 3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock;
+// A layer's arrays after its header: the sums (3 d doubles), the frame (d floats) and three arrays
+// of rows by channel blocks (floats).
+std::size_t layer_array_bytes(std::size_t d, std::size_t rows) {
+  return 3 * d * sizeof(double) +
+         (d + 3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock) *
+             sizeof(float);
 }
 
 std::size_t layer_bytes(const MixerState& layer) {
-  return kLayerHeaderBytes + layer_floats(layer.m.size(), layer.keys.rows()) * sizeof(float);
+  return kLayerHeaderBytes + layer_array_bytes(layer.m.size(), layer.keys.rows());
 }
 
-// Copies n floats from bytes at `from` (any alignment); returns where the next ones start.
-const unsigned char* copy_floats(const unsigned char* from, float* to, std::size_t n) {
-  if (n > 0) std::memcpy(to, from, n * sizeof(float));  // to may be null (an empty array)
-  return from + n * sizeof(float);
+// Copies n values from bytes at `from` (any alignment); returns where the next ones start.
+template <class T>
+const unsigned char* copy_values(const unsigned char* from, T* to, std::size_t n) {
+  if (n > 0) std::memcpy(to, from, n * sizeof(T));  // to may be null (an empty array)
+  return from + n * sizeof(T);
 }
 
 class Writer {
@@ -46,7 +50,10 @@ class Writer {
   void value(T v) {
     bytes(&v, sizeof(v));
   }
-  void floats(const float* data, std::size_t n) { bytes(data, n * sizeof(float)); }
+  template <class T>
+  void values(const T* data, std::size_t n) {
+    bytes(data, n * sizeof(T));
+  }
   std::size_t at() const { return at_; }
 
  private:
@@ -106,13 +113,13 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
   for (const MixerState& layer : state.layers) {
     w.value<uint64_t>(layer.keys.rows());
     w.value<uint64_t>(layer.frame_valid ? 1 : 0);
-    w.floats(layer.m.data(), layer.m.size());
-    w.floats(layer.a.data(), layer.a.size());
-    w.floats(layer.b.data(), layer.b.size());
-    w.floats(layer.frame.data(), layer.frame.size());
-    w.floats(layer.keys.data(), layer.keys.floats());
-    w.floats(layer.values.data(), layer.values.floats());
-    w.floats(layer.scaled_keys.data(), layer.scaled_keys.floats());
+    w.values(layer.m.data(), layer.m.size());
+    w.values(layer.a.data(), layer.a.size());
+    w.values(layer.b.data(), layer.b.size());
+    w.values(layer.frame.data(), layer.frame.size());
+    w.values(layer.keys.data(), layer.keys.floats());
+    w.values(layer.values.data(), layer.values.floats());
+    w.values(layer.scaled_keys.data(), layer.scaled_keys.floats());
   }
   w.value<uint64_t>(state_checksum(out, w.at()));
 }
@@ -168,7 +175,7 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
                    "), frame flag " + std::to_string(frame_valid));
     }
     places.push_back({static_cast<std::size_t>(rows), frame_valid == 1, bytes + r.at()});
-    r.skip(layer_floats(d, static_cast<std::size_t>(rows)) * sizeof(float));
+    r.skip(layer_array_bytes(d, static_cast<std::size_t>(rows)));
   }
   const std::size_t checked = r.at();
   const auto stored = r.value<uint64_t>();
@@ -194,11 +201,12 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
     layer.frame_valid = places[i].frame_valid;
     layer.reframe_pending = false;
     const unsigned char* from = places[i].floats;
-    for (AlignedFloats* sums : {&layer.m, &layer.a, &layer.b, &layer.frame}) {
-      from = copy_floats(from, sums->data(), d);
+    for (AlignedDoubles* sums : {&layer.m, &layer.a, &layer.b}) {
+      from = copy_values(from, sums->data(), d);
     }
+    from = copy_values(from, layer.frame.data(), d);
     for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      from = copy_floats(from, rows_of->data(), rows_of->floats());
+      from = copy_values(from, rows_of->data(), rows_of->floats());
     }
   }
 }

@@ -11,7 +11,7 @@
 namespace aft {
 
 // The layout version the blob carries (docs/format.md, "Session state").
-constexpr uint32_t kStateBlobVersion = 2;
+constexpr uint32_t kStateBlobVersion = 3;
 
 std::size_t state_blob_size(const SessionState& state);
 

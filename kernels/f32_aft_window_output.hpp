@@ -1,6 +1,7 @@
-// Read-out of the AFT mixer from the global sums (m, a, b) and the window sums (sa, sb), whose
-// frame is r + w (the keys' reference plus the largest bias of the window): both are rescaled to
-// their common maximum, so no exponent overflows.
+// Read-out of the AFT mixer from the global sums (m, a, b) (float64) and the window sums (sa, sb),
+// whose frame is r + w (the keys' reference plus the largest bias of the window): both are
+// rescaled to their common maximum, so no exponent overflows. Computed in float64, as the global
+// sums are kept.
 #pragma once
 
 #include <cstddef>
@@ -13,24 +14,24 @@
 namespace aft::kernels::simd {
 
 template <class A>
-void aft_window_output_f32(std::size_t n, const float* q, const float* m, const float* a,
-                           const float* b, const float* r, const float* w, const float* sa,
+void aft_window_output_f32(std::size_t n, const float* q, const double* m, const double* a,
+                           const double* b, const float* r, const float* w, const float* sa,
                            const float* sb, float* y) {
-  using B = xsimd::batch<float, A>;
-  constexpr std::size_t L = B::size;
+  using D = xsimd::batch<double, A>;
+  constexpr std::size_t L = D::size;
   for (std::size_t c = 0; c < n; c += L) {
     const std::size_t count = c + L <= n ? L : n - c;
-    // Padding lanes: an empty global state (m = -inf gives weight 0) and a window sum of 1.
-    const B mb = load_lanes<A>(m + c, count, 0.0f);
-    const B frame = load_lanes<A>(r + c, count, 0.0f) + load_lanes<A>(w + c, count, 0.0f);
-    const B top = xsimd::max(mb, frame);
-    const B global = xsimd::exp(mb - top);
-    const B window = xsimd::exp(frame - top);
-    const B num = xsimd::fma(load_lanes<A>(a + c, count, 0.0f), global,
-                             load_lanes<A>(sa + c, count, 0.0f) * window);
-    const B den = xsimd::fma(load_lanes<A>(b + c, count, 0.0f), global,
-                             load_lanes<A>(sb + c, count, 1.0f) * window);
-    store_lanes<A>(aft_output<A>(load_lanes<A>(q + c, count, 0.0f), num, den), y + c, count);
+    // Padding lanes: an empty global state (a = b = 0) and a window sum of 1.
+    const D mb = load_lanes<A>(m + c, count, 0.0);
+    const D frame = load_widened<A>(r + c, count, 0.0) + load_widened<A>(w + c, count, 0.0);
+    const D top = xsimd::max(mb, frame);
+    const D global = exp_nonpositive<A>(mb - top);
+    const D window = exp_nonpositive<A>(frame - top);
+    const D num = xsimd::fma(load_lanes<A>(a + c, count, 0.0), global,
+                             load_widened<A>(sa + c, count, 0.0) * window);
+    const D den = xsimd::fma(load_lanes<A>(b + c, count, 0.0), global,
+                             load_widened<A>(sb + c, count, 1.0) * window);
+    store_narrowed<A>(aft_output<A>(load_widened<A>(q + c, count, 0.0), num, den), y + c, count);
   }
 }
 

@@ -30,16 +30,17 @@ struct KernelTable {
 
   // Streaming AFT accumulator, per channel c in [0, n): adds one entry with logit k[c] + w and
   // value v[c] to the state (m, a, b), where a = sum exp(logit - m) v and b = sum exp(logit - m), m
-  // the running max. An empty state has m = -inf, a = b = 0. Stable for any finite logits (no
-  // overflow, no NaN).
-  void (*aft_accumulate_f32)(std::size_t n, float* m, float* a, float* b, const float* k,
+  // the running max. The state and the logit are float64, so that a / b keeps float32 precision
+  // over 2^30 entries and more (kernels/README.md). An empty state has m = -inf, a = b = 0.
+  // Stable for any finite logits (no overflow, no NaN).
+  void (*aft_accumulate_f32)(std::size_t n, double* m, double* a, double* b, const float* k,
                              const float* v, float w);
   // The same with a per-channel bias w[c] (AFT-conv's per-head bias, expanded to channels).
-  void (*aft_accumulate_biased_f32)(std::size_t n, float* m, float* a, float* b, const float* k,
+  void (*aft_accumulate_biased_f32)(std::size_t n, double* m, double* a, double* b, const float* k,
                                     const float* v, const float* w);
 
-  // y[c] = sigmoid(q[c]) * a[c] / b[c].
-  void (*aft_output_f32)(std::size_t n, const float* q, const float* a, const float* b, float* y);
+  // y[c] = sigmoid(q[c]) * a[c] / b[c], computed in float64.
+  void (*aft_output_f32)(std::size_t n, const float* q, const double* a, const double* b, float* y);
 
   // ---- AFT window (the mixer's positions t - s < t' <= t, or every position for AFT-full) ----
   // Per channel, a frame reference r >= every windowed key, and each entry kept as
@@ -68,9 +69,9 @@ struct KernelTable {
                                      float* sa, float* sb);
   // y = sigmoid(q) (a g + sa h) / (b g + sb h): the global sums (m, a, b) and the window sums in
   // frame r + w (w: the largest bias of the window), with g = exp(m - M), h = exp(r + w - M) and
-  // M = max(m, r + w).
-  void (*aft_window_output_f32)(std::size_t n, const float* q, const float* m, const float* a,
-                                const float* b, const float* r, const float* w, const float* sa,
+  // M = max(m, r + w), computed in float64.
+  void (*aft_window_output_f32)(std::size_t n, const float* q, const double* m, const double* a,
+                                const double* b, const float* r, const float* w, const float* sa,
                                 const float* sb, float* y);
 
   // In place: x = max(x, 0); x = x * Phi(x) (exact erf GELU, as PyTorch's default).

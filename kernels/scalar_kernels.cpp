@@ -121,36 +121,37 @@ void layer_norm_f32(std::size_t n, const float* x, const float* gamma, const flo
 
 // One exp per channel: exp(-|x - m|) is either the rescale of the old sums (new maximum) or the
 // weight of the new entry. From m = -inf the first entry gives exp(-inf) = 0, so a = v, b = 1.
-void aft_add(float& m, float& a, float& b, float x, float v) {
+void aft_add(double& m, double& a, double& b, double x, double v) {
   if (x > m) {
-    const float scale = std::exp(m - x);
+    const double scale = std::exp(m - x);
     a = a * scale + v;
-    b = b * scale + 1.0f;
+    b = b * scale + 1.0;
     m = x;
   } else {
-    const float e = std::exp(x - m);
+    const double e = std::exp(x - m);
     a += e * v;
     b += e;
   }
 }
 
-void aft_accumulate_f32(std::size_t n, float* m, float* a, float* b, const float* k, const float* v,
-                        float w) {
-  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], k[c] + w, v[c]);
+void aft_accumulate_f32(std::size_t n, double* m, double* a, double* b, const float* k,
+                        const float* v, float w) {
+  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], double(k[c]) + w, v[c]);
 }
 
-void aft_accumulate_biased_f32(std::size_t n, float* m, float* a, float* b, const float* k,
+void aft_accumulate_biased_f32(std::size_t n, double* m, double* a, double* b, const float* k,
                                const float* v, const float* w) {
-  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], k[c] + w[c], v[c]);
+  for (std::size_t c = 0; c < n; ++c) aft_add(m[c], a[c], b[c], double(k[c]) + w[c], v[c]);
 }
 
 // sigmoid from exp(-|q|) <= 1: never overflows, and keeps relative accuracy for very negative q.
-void aft_output_f32(std::size_t n, const float* q, const float* a, const float* b, float* y) {
-  for (std::size_t c = 0; c < n; ++c) {
-    const float e = std::exp(-std::fabs(q[c]));
-    const float s = (q[c] >= 0.0f ? 1.0f : e) / (1.0f + e);
-    y[c] = s * (a[c] / b[c]);
-  }
+float aft_output(float q, double a, double b) {
+  const double e = std::exp(-std::fabs(double(q)));
+  return static_cast<float>((q >= 0.0f ? a : e * a) / ((1.0 + e) * b));
+}
+
+void aft_output_f32(std::size_t n, const float* q, const double* a, const double* b, float* y) {
+  for (std::size_t c = 0; c < n; ++c) y[c] = aft_output(q[c], a[c], b[c]);
 }
 
 void aft_window_push_f32(std::size_t n, std::size_t entries, float* const* u_rows, float* r,
@@ -209,17 +210,15 @@ bool aft_window_sums_biased_f32(std::size_t n, std::size_t entries, const float*
       sa, sb);
 }
 
-void aft_window_output_f32(std::size_t n, const float* q, const float* m, const float* a,
-                           const float* b, const float* r, const float* w, const float* sa,
+void aft_window_output_f32(std::size_t n, const float* q, const double* m, const double* a,
+                           const double* b, const float* r, const float* w, const float* sa,
                            const float* sb, float* y) {
   for (std::size_t c = 0; c < n; ++c) {
-    const float frame = r[c] + w[c];
-    const float top = std::max(m[c], frame);
-    const float global = std::exp(m[c] - top);
-    const float window = std::exp(frame - top);
-    const float num = a[c] * global + sa[c] * window;
-    const float den = b[c] * global + sb[c] * window;
-    aft_output_f32(1, q + c, &num, &den, y + c);
+    const double frame = double(r[c]) + w[c];
+    const double top = std::max(m[c], frame);
+    const double global = std::exp(m[c] - top);
+    const double window = std::exp(frame - top);
+    y[c] = aft_output(q[c], a[c] * global + sa[c] * window, b[c] * global + sb[c] * window);
   }
 }
 

@@ -4,41 +4,103 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include <xsimd/xsimd.hpp>
 
 namespace aft::kernels::simd {
 
+// T as a parameter type that takes no part in deduction: load_partial<A>(p, n, 0.0f) deduces T
+// from p alone.
+template <class T>
+struct Same {
+  using type = T;
+};
+
 // Lanes [0, count) from p, the others set to fill (a value that keeps the padding lanes harmless).
-template <class A>
-xsimd::batch<float, A> load_partial(const float* p, std::size_t count, float fill) {
-  using B = xsimd::batch<float, A>;
-  alignas(A::alignment()) float buf[B::size];
+template <class A, class T>
+xsimd::batch<T, A> load_partial(const T* p, std::size_t count, typename Same<T>::type fill) {
+  using B = xsimd::batch<T, A>;
+  alignas(A::alignment()) T buf[B::size];
   for (std::size_t i = 0; i < B::size; ++i) buf[i] = i < count ? p[i] : fill;
   return B::load_aligned(buf);
 }
 
 // Writes lanes [0, count) of v to p.
-template <class A>
-void store_partial(const xsimd::batch<float, A>& v, float* p, std::size_t count) {
-  alignas(A::alignment()) float buf[xsimd::batch<float, A>::size];
+template <class A, class T>
+void store_partial(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
+  alignas(A::alignment()) T buf[xsimd::batch<T, A>::size];
   v.store_aligned(buf);
   for (std::size_t i = 0; i < count; ++i) p[i] = buf[i];
 }
 
 // Lanes [0, count) of a batch that may be full (count == size: a plain load or store) or a tail.
-template <class A>
-xsimd::batch<float, A> load_lanes(const float* p, std::size_t count, float fill) {
-  using B = xsimd::batch<float, A>;
+template <class A, class T>
+xsimd::batch<T, A> load_lanes(const T* p, std::size_t count, typename Same<T>::type fill) {
+  using B = xsimd::batch<T, A>;
   return count == B::size ? B::load_unaligned(p) : load_partial<A>(p, count, fill);
 }
 
-template <class A>
-void store_lanes(const xsimd::batch<float, A>& v, float* p, std::size_t count) {
-  if (count == xsimd::batch<float, A>::size) {
+template <class A, class T>
+void store_lanes(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
+  if (count == xsimd::batch<T, A>::size) {
     v.store_unaligned(p);
   } else {
     store_partial<A>(v, p, count);
+  }
+}
+
+// Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 has no such conversion
+// (its converting loads go element by element through a buffer, and a vector load of scalar
+// stores stalls on store forwarding: the accumulator ran at a third of its speed); a whole batch
+// goes through GCC's (and Clang's) vector conversion, a tail through a padded buffer.
+// GCC ignores vector_size with a dependent size: one type pair per batch size.
+template <std::size_t L>
+struct VectorPair;
+template <>
+struct VectorPair<2> {
+  typedef float Floats __attribute__((vector_size(8)));
+  typedef double Doubles __attribute__((vector_size(16)));
+};
+template <>
+struct VectorPair<4> {
+  typedef float Floats __attribute__((vector_size(16)));
+  typedef double Doubles __attribute__((vector_size(32)));
+};
+template <>
+struct VectorPair<8> {
+  typedef float Floats __attribute__((vector_size(32)));
+  typedef double Doubles __attribute__((vector_size(64)));
+};
+
+template <class A>
+xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double fill) {
+  constexpr std::size_t L = xsimd::batch<double, A>::size;
+  using Floats = typename VectorPair<L>::Floats;
+  using Doubles = typename VectorPair<L>::Doubles;
+  alignas(A::alignment()) Doubles buf;
+  if (count == L) {
+    Floats f;
+    std::memcpy(&f, p, sizeof(f));
+    buf = __builtin_convertvector(f, Doubles);
+  } else {
+    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? p[i] : fill;
+  }
+  return xsimd::batch<double, A>::load_aligned(reinterpret_cast<const double*>(&buf));
+}
+
+template <class A>
+void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t count) {
+  constexpr std::size_t L = xsimd::batch<double, A>::size;
+  using Floats = typename VectorPair<L>::Floats;
+  using Doubles = typename VectorPair<L>::Doubles;
+  alignas(A::alignment()) Doubles buf;
+  v.store_aligned(reinterpret_cast<double*>(&buf));
+  const Floats f = __builtin_convertvector(buf, Floats);
+  if (count == L) {
+    std::memcpy(p, &f, sizeof(f));
+  } else {
+    for (std::size_t i = 0; i < count; ++i) p[i] = f[i];
   }
 }
 

@@ -68,28 +68,49 @@ TEST(ExpNonpositive, MatchesExpWithin2Ulp) {
   EXPECT_TRUE(std::isnan(exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
 }
 
+// The merge's exp, in double: 10^5 points spread over [-708.39, 0] within 2 ulp of long double's
+// exp, and its edges.
+TEST(ExpNonpositive, DoubleMatchesExpWithin2Ulp) {
+  const double lowest = -708.396;  // just above ln(2^-1022)
+  double worst_ulp = 0.0;
+  for (int i = 0; i <= 100000; ++i) {
+    const double x = lowest * i / 100000 * (1.0 + 1e-9 * (i % 7));  // not only round fractions
+    if (x < lowest) continue;
+    const long double want = std::exp(static_cast<long double>(x));
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<double>(want)) - 52);
+    worst_ulp =
+        std::max(worst_ulp, static_cast<double>(std::fabs(exp_nonpositive(x) - want)) / ulp);
+  }
+  EXPECT_LE(worst_ulp, 2.0);
+  EXPECT_EQ(exp_nonpositive(0.0), 1.0);
+  EXPECT_EQ(exp_nonpositive(-708.4), 0.0);
+  EXPECT_EQ(exp_nonpositive(-1e300), 0.0);
+  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_TRUE(std::isnan(exp_nonpositive(std::numeric_limits<double>::quiet_NaN())));
+}
+
 // Merging partial states (the prefill scans and the AFT-full blocks): an empty partial changes
 // nothing, even in an empty state; into an empty state a partial arrives exactly; otherwise the
 // state over both, rescaled to the larger maximum.
 TEST(AftStateMerge, EmptyPartialsAndEmptyStates) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const AftState empty_both = merge(-inf, 0.0f, 0.0f, -inf, 0.0f, 0.0f);
+  const double inf = std::numeric_limits<double>::infinity();
+  const AftState empty_both = merge(-inf, 0.0, 0.0, -inf, 0.0, 0.0);
   EXPECT_EQ(empty_both.m, -inf);
-  EXPECT_EQ(empty_both.a, 0.0f);
-  EXPECT_EQ(empty_both.b, 0.0f);
-  const AftState kept = merge(2.0f, 3.0f, 4.0f, -inf, 0.0f, 0.0f);
-  EXPECT_EQ(kept.m, 2.0f);
-  EXPECT_EQ(kept.a, 3.0f);
-  EXPECT_EQ(kept.b, 4.0f);
-  const AftState arrived = merge(-inf, 0.0f, 0.0f, 2.0f, 3.0f, 4.0f);
-  EXPECT_EQ(arrived.m, 2.0f);
-  EXPECT_EQ(arrived.a, 3.0f);
-  EXPECT_EQ(arrived.b, 4.0f);
+  EXPECT_EQ(empty_both.a, 0.0);
+  EXPECT_EQ(empty_both.b, 0.0);
+  const AftState kept = merge(2.0, 3.0, 4.0, -inf, 0.0, 0.0);
+  EXPECT_EQ(kept.m, 2.0);
+  EXPECT_EQ(kept.a, 3.0);
+  EXPECT_EQ(kept.b, 4.0);
+  const AftState arrived = merge(-inf, 0.0, 0.0, 2.0, 3.0, 4.0);
+  EXPECT_EQ(arrived.m, 2.0);
+  EXPECT_EQ(arrived.a, 3.0);
+  EXPECT_EQ(arrived.b, 4.0);
   // (m, a, b) = (0, 1, 1) and (ln 2, 2, 3): over both, at m = ln 2, a = 1/2 + 2, b = 1/2 + 3.
-  const AftState both = merge(0.0f, 1.0f, 1.0f, std::log(2.0f), 2.0f, 3.0f);
-  EXPECT_EQ(both.m, std::log(2.0f));
-  EXPECT_NEAR(both.a, 2.5f, 1e-6f);
-  EXPECT_NEAR(both.b, 3.5f, 1e-6f);
+  const AftState both = merge(0.0, 1.0, 1.0, std::log(2.0), 2.0, 3.0);
+  EXPECT_EQ(both.m, std::log(2.0));
+  EXPECT_NEAR(both.a, 2.5, 1e-15);
+  EXPECT_NEAR(both.b, 3.5, 1e-15);
 }
 
 class AftFullPrefillTest : public ::testing::TestWithParam<const char*> {

@@ -21,7 +21,7 @@ TEST(LibraryInfo, VersionsMatchTheHeaderAndTheFormats) {
                                      std::to_string(AFT_VERSION_PATCH);
   EXPECT_EQ(aft_version(), header_version);
   EXPECT_EQ(aft_model_file_version(), 1u);     // docs/format.md
-  EXPECT_EQ(aft_session_state_version(), 2u);  // docs/format.md, "Session state"
+  EXPECT_EQ(aft_session_state_version(), 3u);  // docs/format.md, "Session state"
 }
 
 class TinyModelTest : public ::testing::Test {

@@ -3,7 +3,10 @@
 // are refused with the session unchanged.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -145,6 +148,63 @@ TEST_P(SessionStateTest, BadBytesAreRefusedAndLeaveTheSessionUnchanged) {
   const std::vector<int32_t> next(tokens.begin() + 30, tokens.begin() + 40);
   expect_same_bits(eval(untouched.get(), model.get(), next, AFT_LOGITS_ALL),
                    eval(other_place.get(), model.get(), next, AFT_LOGITS_ALL), "after bad loads");
+}
+
+// The bytes as docs/format.md ("Session state") lays them out, field by field: the global sums as
+// float64 (version 3), which over the positions that left the window hold 1 <= b <= their number
+// (the entry at the maximum adds exp(0) = 1, every other entry at most 1).
+TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
+  ModelHandle model = load();
+  SessionHandle session = new_session(model.get());
+  eval(session.get(), model.get(), token_sequence(kPrompt, 256), AFT_LOGITS_NONE);
+  const std::vector<uint8_t> blob = save(session.get());
+  std::size_t at = 0;
+  const auto read = [&](auto& value) {
+    ASSERT_LE(at + sizeof(value), blob.size());
+    std::memcpy(&value, blob.data() + at, sizeof(value));
+    at += sizeof(value);
+  };
+  char magic[8];
+  uint32_t version = 0, fingerprint = 0, layers = 0, d = 0;
+  int64_t position = 0;
+  read(magic);
+  read(version);
+  read(fingerprint);
+  read(position);
+  read(layers);
+  read(d);
+  EXPECT_EQ(std::string(magic, 8), "AFTSTATE");
+  EXPECT_EQ(version, 3u);
+  EXPECT_EQ(position, int64_t{kPrompt});
+  ASSERT_EQ(layers, 2u);
+  ASSERT_EQ(d, 80u);
+  const std::string mixer = GetParam();
+  const std::size_t window = mixer == "simple" ? 0 : mixer == "full" ? kPrompt : 4;
+  const double left = double(kPrompt - window);  // positions that joined the global sums
+  for (uint32_t layer = 0; layer < layers; ++layer) {
+    uint64_t rows = 0, frame_flag = 0;
+    read(rows);
+    read(frame_flag);
+    EXPECT_LE(frame_flag, 1u);
+    std::vector<double> m(d), a(d), b(d);
+    for (std::vector<double>* sums : {&m, &a, &b}) {
+      for (double& value : *sums) read(value);
+    }
+    for (uint32_t c = 0; c < d; ++c) {
+      const std::string where =
+          mixer + " layer " + std::to_string(layer) + " channel " + std::to_string(c);
+      if (left == 0) {
+        EXPECT_EQ(m[c], -std::numeric_limits<double>::infinity()) << where;
+        EXPECT_EQ(b[c], 0.0) << where;
+        continue;
+      }
+      EXPECT_TRUE(std::isfinite(m[c]) && std::isfinite(a[c])) << where;
+      EXPECT_GE(b[c], 1.0) << where;
+      EXPECT_LE(b[c], left) << where;
+    }
+    at += (d + 3 * ((d + 63) / 64) * rows * 64) * sizeof(float);  // frame; keys, values, scaled
+  }
+  EXPECT_EQ(at + sizeof(uint64_t), blob.size());  // the checksum last
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, SessionStateTest,

@@ -49,10 +49,10 @@ static_assert(kKeyBlock <= 256, "the bound above assumes at most 2^8 terms per b
 // Merges a key block's partial states (row_max + key_max[c], n[c], d[c]) into a row's (m, a, b)
 // over width channels. The arrays do not overlap (which lets the loop vectorize).
 void merge_row(std::size_t width, float row_max, const float* __restrict key_max,
-               const float* __restrict n, const float* __restrict d, float* __restrict m,
-               float* __restrict a, float* __restrict b) {
+               const float* __restrict n, const float* __restrict d, double* __restrict m,
+               double* __restrict a, double* __restrict b) {
   for (std::size_t c = 0; c < width; ++c) {
-    const AftState merged = merge(m[c], a[c], b[c], row_max + key_max[c], n[c], d[c]);
+    const AftState merged = merge(m[c], a[c], b[c], double(row_max) + key_max[c], n[c], d[c]);
     m[c] = merged.m;
     a[c] = merged.a;
     b[c] = merged.b;
@@ -63,6 +63,10 @@ void merge_row(std::size_t width, float row_max, const float* __restrict key_max
 // would otherwise spend much of its time on fresh pages.
 float* at_least(AlignedBuffer& buffer, std::size_t n) {
   if (buffer.size() < n) buffer = AlignedBuffer(n);
+  return buffer.data();
+}
+double* at_least(AlignedDoubles& buffer, std::size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
   return buffer.data();
 }
 
@@ -76,11 +80,12 @@ struct ChannelBlockScratch {
     a = at_least(a_buffer, rows * kChannelBlock);
     b = at_least(b_buffer, rows * kChannelBlock);
   }
-  float* factors;    // key block rows: F * V | F, 2 kChannelBlock apart
-  float* sums;       // chunk rows: N_j | D_j, 2 kChannelBlock apart
-  float* key_max;    // kappa_j
-  float *m, *a, *b;  // chunk rows: the merged state, kChannelBlock apart
-  AlignedBuffer factors_buffer, sums_buffer, key_max_buffer, m_buffer, a_buffer, b_buffer;
+  float* factors;     // key block rows: F * V | F, 2 kChannelBlock apart
+  float* sums;        // chunk rows: N_j | D_j, 2 kChannelBlock apart
+  float* key_max;     // kappa_j
+  double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
+  AlignedBuffer factors_buffer, sums_buffer, key_max_buffer;
+  AlignedDoubles m_buffer, a_buffer, b_buffer;
 };
 
 class FullPrefill {
@@ -167,9 +172,9 @@ class FullPrefill {
   }
 
   void run_channel_block(std::size_t c0, std::size_t width, ChannelBlockScratch& s) const {
-    std::fill(s.m, s.m + rows_ * kChannelBlock, -std::numeric_limits<float>::infinity());
-    std::fill(s.a, s.a + rows_ * kChannelBlock, 0.0f);
-    std::fill(s.b, s.b + rows_ * kChannelBlock, 0.0f);
+    std::fill(s.m, s.m + rows_ * kChannelBlock, -std::numeric_limits<double>::infinity());
+    std::fill(s.a, s.a + rows_ * kChannelBlock, 0.0);
+    std::fill(s.b, s.b + rows_ * kChannelBlock, 0.0);
     for (std::size_t j = 0; j < key_blocks_; ++j) {
       const std::size_t begin = j * kKeyBlock;
       const std::size_t length = std::min(kKeyBlock, positions_ - begin);
@@ -220,9 +225,9 @@ class FullPrefill {
     const float row_max = bias_max_[r * key_blocks_ + j];
     const float* n = s.sums + (r - r0) * 2 * kChannelBlock;
     const float* d = n + width;
-    float* m = s.m + r * kChannelBlock;
-    float* a = s.a + r * kChannelBlock;
-    float* b = s.b + r * kChannelBlock;
+    double* m = s.m + r * kChannelBlock;
+    double* a = s.a + r * kChannelBlock;
+    double* b = s.b + r * kChannelBlock;
     std::size_t inexact = 0;
     for (std::size_t c = 0; c < width; ++c) inexact += !(d[c] >= kMinDenominator);  // NaN too
     if (inexact == 0) {
@@ -231,7 +236,7 @@ class FullPrefill {
     }
     for (std::size_t c = 0; c < width; ++c) {
       const AftState partial = d[c] >= kMinDenominator
-                                   ? AftState{row_max + s.key_max[c], n[c], d[c]}
+                                   ? AftState{double(row_max) + s.key_max[c], n[c], d[c]}
                                    : exact_partial(first_ + r, j * kKeyBlock, c0 + c);
       const AftState merged = merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
       m[c] = merged.m;
@@ -243,7 +248,7 @@ class FullPrefill {
   // The partial state of key block [begin, ...) for position t and channel c, summed by the
   // streaming accumulator.
   AftState exact_partial(std::size_t t, std::size_t begin, std::size_t c) const {
-    AftState p{-std::numeric_limits<float>::infinity(), 0.0f, 0.0f};
+    AftState p{-std::numeric_limits<double>::infinity(), 0.0, 0.0};
     const std::size_t end = std::min(begin + kKeyBlock, t + 1);
     for (std::size_t tp = begin; tp < end; ++tp) {
       ctx_.kernels.aft_accumulate_f32(

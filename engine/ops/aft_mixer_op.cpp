@@ -43,7 +43,8 @@ struct SharedWindowWeights {
 // One channel block's state: global sums, frame, and ring rows (block `ring_block` of those rows,
 // position p at row p % capacity). The session's own, or a segment's private copy.
 struct BlockState {
-  float *m, *a, *b, *frame;
+  double *m, *a, *b;
+  float* frame;
   ChannelBlockedRows *keys, *values, *scaled;
   std::size_t ring_block;
   std::size_t capacity;
@@ -52,8 +53,9 @@ struct BlockState {
 // A segment's private ring and sums for one channel block (thread-local, kept between calls).
 struct SegmentRing {
   ChannelBlockedRows keys, values, scaled;
-  alignas(64) float m[ChannelBlockedRows::kBlock], a[ChannelBlockedRows::kBlock],
-      b[ChannelBlockedRows::kBlock], frame[ChannelBlockedRows::kBlock];
+  alignas(64) double m[ChannelBlockedRows::kBlock], a[ChannelBlockedRows::kBlock],
+      b[ChannelBlockedRows::kBlock];
+  alignas(64) float frame[ChannelBlockedRows::kBlock];
 };
 
 // The window's entries t' = first..t of one channel block, oldest first, with their weights.
@@ -243,9 +245,9 @@ class AftMixerOp final : public Op {
     // Per unit: its segment's partial (m, a, b); the last segment's holds the final state.
     // (Thread-local: kept from call to call. The lambdas below use the pointer: named there, the
     // variable would be each worker thread's own.)
-    thread_local AlignedFloats partials_buffer;
+    thread_local AlignedDoubles partials_buffer;
     partials_buffer.resize(units * kStride);
-    float* const partials = partials_buffer.data();
+    double* const partials = partials_buffer.data();
     const int64_t first_position = ctx.position;
     const auto segment_rows = [&](std::size_t segment) {
       const std::size_t r0 = segment * kSegmentRows;
@@ -276,12 +278,12 @@ class AftMixerOp final : public Op {
         if (segment + 1 == segments) continue;  // nothing comes after it
         const std::size_t block = u % blocks;
         const std::size_t n = Blocks::block_width(d, block);
-        float* m = partials + u * kStride;
-        float* a = m + Blocks::kBlock;
-        float* b = a + Blocks::kBlock;
-        std::fill(m, m + n, -std::numeric_limits<float>::infinity());
-        std::fill(a, a + n, 0.0f);
-        std::fill(b, b + n, 0.0f);
+        double* m = partials + u * kStride;
+        double* a = m + Blocks::kBlock;
+        double* b = a + Blocks::kBlock;
+        std::fill(m, m + n, -std::numeric_limits<double>::infinity());
+        std::fill(a, a + n, 0.0);
+        std::fill(b, b + n, 0.0);
         const auto [r0, r1] = segment_rows(segment);
         for (std::size_t r = r0; r < r1; ++r) {
           const int64_t leaving = first_position + static_cast<int64_t>(r) - window_;
@@ -312,7 +314,7 @@ class AftMixerOp final : public Op {
         std::copy(state.a.data() + c0, state.a.data() + c0 + n, ring.a);
         std::copy(state.b.data() + c0, state.b.data() + c0 + n, ring.b);
         for (std::size_t before = 0; before < segment; ++before) {
-          const float* p = partials + (before * blocks + block) * kStride;
+          const double* p = partials + (before * blocks + block) * kStride;
           merge_states(n, p, p + Blocks::kBlock, p + 2 * Blocks::kBlock, ring.m, ring.a, ring.b);
         }
         const auto [r0, r1] = segment_rows(segment);
@@ -329,7 +331,7 @@ class AftMixerOp final : public Op {
                         &ring.values, &ring.scaled, 0,      state.capacity};
         run_block(ctx, inputs, out, view, shared, true, block, r0, r1);
         if (segment + 1 == segments) {
-          float* last = partials + u * kStride;
+          double* last = partials + u * kStride;
           std::copy(ring.m, ring.m + n, last);
           std::copy(ring.a, ring.a + n, last + Blocks::kBlock);
           std::copy(ring.b, ring.b + n, last + 2 * Blocks::kBlock);
@@ -339,7 +341,7 @@ class AftMixerOp final : public Op {
     for (std::size_t block = 0; block < blocks; ++block) {
       const std::size_t c0 = block * Blocks::kBlock;
       const std::size_t n = Blocks::block_width(d, block);
-      const float* last = partials + ((segments - 1) * blocks + block) * kStride;
+      const double* last = partials + ((segments - 1) * blocks + block) * kStride;
       std::copy(last, last + n, state.m.data() + c0);
       std::copy(last + Blocks::kBlock, last + Blocks::kBlock + n, state.a.data() + c0);
       std::copy(last + 2 * Blocks::kBlock, last + 2 * Blocks::kBlock + n, state.b.data() + c0);
@@ -367,9 +369,9 @@ class AftMixerOp final : public Op {
     const Tensor& value = inputs[2];
     const std::size_t c0 = block * Blocks::kBlock;
     const std::size_t n = Blocks::block_width(out.width, block);
-    float* const m = v.m;
-    float* const a = v.a;
-    float* const b = v.b;
+    double* const m = v.m;
+    double* const a = v.a;
+    double* const b = v.b;
     // Per token: the window sums, and the largest bias of the window per channel.
     alignas(64) float sa[Blocks::kBlock], sb[Blocks::kBlock], top_row[Blocks::kBlock];
     thread_local Window w;
@@ -456,10 +458,10 @@ class AftMixerOp final : public Op {
   void exact_window_output(const kernels::KernelTable& k, const Window& w, const BlockState& v,
                            int64_t t, const float* q, std::size_t n, std::size_t c0,
                            float* y) const {
-    alignas(64) float wm[Blocks::kBlock], wa[Blocks::kBlock], wb[Blocks::kBlock];
-    std::memcpy(wm, v.m, n * sizeof(float));
-    std::memcpy(wa, v.a, n * sizeof(float));
-    std::memcpy(wb, v.b, n * sizeof(float));
+    alignas(64) double wm[Blocks::kBlock], wa[Blocks::kBlock], wb[Blocks::kBlock];
+    std::memcpy(wm, v.m, n * sizeof(double));
+    std::memcpy(wa, v.a, n * sizeof(double));
+    std::memcpy(wb, v.b, n * sizeof(double));
     for (std::size_t j = 0; j < w.entries; ++j) {
       const int64_t tp = w.first + static_cast<int64_t>(j);
       if (const float* row = bias_.per_channel(t - tp)) {

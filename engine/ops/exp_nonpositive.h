@@ -1,6 +1,6 @@
-// exp(x) for x <= 0 in plain float arithmetic, so that loops over it vectorize (std::exp is a
-// library call per value). The AFT-full prefill takes one per weight and per merge of two states,
-// always of a value minus a maximum.
+// exp(x) for x <= 0 in plain arithmetic, so that loops over it vectorize (std::exp is a library
+// call per value). The AFT-full prefill takes one (float) per weight, and every merge of two
+// accumulator states one (double), always of a value minus a maximum.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,43 @@ inline float exp_nonpositive(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return x >= kMinArgument ? p * scale : x < kMinArgument ? 0.0f : x;
+}
+
+// The same in double: within 2 ulp for -708.39 <= x <= 0, 0 below (under 2^-1022) and for -inf.
+// Taylor series up to r^13 (the rest is under 2^-57 of it).
+inline double exp_nonpositive(double x) {
+  constexpr double kMinArgument = -708.39641853226408;  // ln(2^-1022)
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits: n * kLn2Hi is exact
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;  // ln2 - kLn2Hi
+  constexpr double kRound = 6755399441055744.0;          // 1.5 * 2^52
+  const double clamped = x > kMinArgument ? x : kMinArgument;
+  const double n = (clamped * kLog2e + kRound) - kRound;
+  const double r = (clamped - n * kLn2Hi) - n * kLn2Lo;
+  double p = 1.0 / 6227020800;  // 1 / 13!, then Horner's rule down to 1 / 0!
+  p = p * r + 1.0 / 479001600;
+  p = p * r + 1.0 / 39916800;
+  p = p * r + 1.0 / 3628800;
+  p = p * r + 1.0 / 362880;
+  p = p * r + 1.0 / 40320;
+  p = p * r + 1.0 / 5040;
+  p = p * r + 1.0 / 720;
+  p = p * r + 1.0 / 120;
+  p = p * r + 1.0 / 24;
+  p = p * r + 1.0 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // n + 1023 + 2^52 holds n + 1023 (in [1, 1023]) in its low mantissa bits; shifted by 52 they are
+  // the exponent field of 2^n (no conversion to a 64-bit integer, which SSE2 lacks: the loops over
+  // it vectorize).
+  const double biased = n + (1023.0 + 4503599627370496.0);
+  uint64_t bits;
+  std::memcpy(&bits, &biased, sizeof(bits));
+  bits <<= 52;
+  double scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return x >= kMinArgument ? p * scale : x < kMinArgument ? 0.0 : x;
 }
 
 }  // namespace aft
