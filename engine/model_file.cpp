@@ -256,9 +256,19 @@ const float* TensorInfo::q8_0_scales() const {
 }
 
 ModelFile ModelFile::open(const std::string& path, bool verify_checksums) {
+  return validate(path, MappedFile::open(path), verify_checksums);
+}
+
+ModelFile ModelFile::from_memory(const void* data, std::size_t size, const std::string& name,
+                                 bool verify_checksums) {
+  return validate(name, MappedFile::copy_of(data, size), verify_checksums);
+}
+
+ModelFile ModelFile::validate(const std::string& path, MappedFile bytes_of_file,
+                              bool verify_checksums) {
   ModelFile file;
   file.path_ = path;
-  file.map_ = MappedFile::open(path);
+  file.map_ = std::move(bytes_of_file);
   const uint8_t* bytes = file.map_.data();
   const uint64_t size = file.map_.size();
 
