@@ -49,7 +49,7 @@ for target in "${targets[@]}"; do
     "$dir/corpus/$target" "tests/fuzz/corpus/$target" > "$log" 2>&1 || status=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
   line="fuzz_$target: ${runs:-?} executions, ${speed:-?} exec/s, ${cov:-cov: ?}"
   echo "$line"
   summary+=("$line")
