@@ -140,6 +140,22 @@ TEST(MappedFile, EmptyFileMapsNothing) {
   EXPECT_EQ(map.data(), nullptr);
 }
 
+TEST(MappedFile, CopyIsAlignedOwnedAndMoves) {
+  const uint8_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
+  aft::MappedFile copy = aft::MappedFile::copy_of(bytes + 1, 5);  // an odd address
+  ASSERT_EQ(copy.size(), 5u);
+  EXPECT_NE(copy.data(), bytes + 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % 64, 0u);
+  EXPECT_EQ(std::memcmp(copy.data(), bytes + 1, 5), 0);
+  const uint8_t* data = copy.data();
+  aft::MappedFile moved = std::move(copy);
+  EXPECT_EQ(moved.data(), data);
+  copy = aft::MappedFile::copy_of(bytes, 3);
+  moved = std::move(copy);  // frees the first block: ASan reports a leak or a double free otherwise
+  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_EQ(aft::MappedFile::copy_of(bytes, 0).data(), nullptr);
+}
+
 // ---- Valid files ----
 
 TEST_F(ModelFileTest, ValidFileLoadsInPlace) {

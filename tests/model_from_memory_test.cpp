@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api_handles.h"
+#include "model_file_writer.h"
 
 namespace aft::testing {
 namespace {
@@ -117,6 +118,41 @@ TEST(FromMemoryRefusals, ChecksumsAreVerifiedUnlessTurnedOff) {
   EXPECT_EQ(last_error().rfind("<memory>: tensor ", 0), 0u) << last_error();
   EXPECT_NE(last_error().find("checksum mismatch"), std::string::npos) << last_error();
   EXPECT_EQ(load(bytes.data(), bytes.size(), &model, 0), AFT_OK) << last_error();
+}
+
+// The model's checks after the container's: the tensors are the config's, the tokenizer has its
+// vocabulary, the config is valid.
+TEST(FromMemoryRefusals, TheTensorsAndTheTokenizerMustBeTheConfigs) {
+  const nlohmann::json config = tiny_config("simple");
+  const auto refusal = [](const nlohmann::json& cfg, const nlohmann::json& tokenizer,
+                          const std::vector<TestTensor>& tensors) {
+    const std::vector<uint8_t> bytes = to_bytes(layout_model(cfg, tokenizer, tensors));
+    ModelHandle model;
+    EXPECT_EQ(load(bytes.data(), bytes.size(), &model), AFT_ERR_FORMAT);
+    return last_error();
+  };
+  const std::vector<TestTensor> tensors = random_tensors(config, 1);
+  ASSERT_EQ(tensors.back().name, "head.bias");
+
+  std::vector<TestTensor> missing = tensors;
+  missing.pop_back();
+  EXPECT_EQ(refusal(config, byte_tokenizer(), missing),
+            "<memory>: missing tensor \"head.bias\" (shape [256])");
+  std::vector<TestTensor> extra = tensors;
+  extra.push_back({"extra.weight", {1}, {0.0f}});
+  EXPECT_EQ(refusal(config, byte_tokenizer(), extra),
+            "<memory>: tensor \"extra.weight\" is not part of a simple model with this config");
+  std::vector<TestTensor> reshaped = tensors;
+  reshaped.back() = {"head.bias", {255}, std::vector<float>(255)};
+  EXPECT_EQ(refusal(config, byte_tokenizer(), reshaped),
+            "<memory>: tensor \"head.bias\": expected shape [256], found [255]");
+  EXPECT_EQ(refusal(config, char_tokenizer({"a", "b"}), tensors),
+            "<memory>: the tokenizer has 2 tokens, config.vocab_size is 256");
+  nlohmann::json bad_config = config;
+  bad_config["d_model"] = 0;
+  EXPECT_EQ(refusal(bad_config, byte_tokenizer(), tensors).rfind("<memory>: config.d_model: ", 0),
+            0u)
+      << last_error();
 }
 
 TEST(FromMemoryRefusals, NotAModelFile) {
