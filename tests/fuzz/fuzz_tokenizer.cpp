@@ -2,6 +2,7 @@
 // it tokenizes (a byte model: always) or is refused with AFT_ERR_TOKENIZE, and the tokens' pieces
 // give the text back byte for byte. The input as int32 token ids: an id in the vocabulary has a
 // piece that tokenizes to that id alone, any other id is AFT_ERR_OUT_OF_RANGE.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,8 +62,10 @@ void round_trip_text(const Tokenizer& t, const char* text, size_t size) {
   check(back == std::string(text, size), "the pieces give the text back");
 }
 
+// The first 16 ids only: an id outside the vocabulary costs an exception (most random ids are),
+// and thousands of them per input made the target ten times slower for no new coverage.
 void round_trip_ids(const Tokenizer& t, const uint8_t* data, size_t size) {
-  for (size_t i = 0; i + 4 <= size; i += 4) {
+  for (size_t i = 0; i + 4 <= std::min<size_t>(size, 64); i += 4) {
     int32_t token;
     std::memcpy(&token, data + i, 4);
     const std::string piece = piece_of(t, token);
