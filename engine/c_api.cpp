@@ -115,6 +115,20 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
   });
 }
 
+aft_status aft_model_load_from_memory(const void* data, size_t size, const aft_model_params* params,
+                                      aft_model** model) {
+  return guarded([&] {
+    require(model, "model");
+    *model = nullptr;
+    require(data, "data");
+    const aft_model_params p = params ? *params : aft_model_default_params();
+    auto handle = std::make_unique<aft_model>();
+    handle->model = aft::Model::load(
+        aft::ModelFile::from_memory(data, size, "<memory>", p.verify_checksums != 0));
+    *model = handle.release();
+  });
+}
+
 void aft_model_free(aft_model* model) { delete model; }
 
 aft_status aft_model_get_info(const aft_model* model, aft_model_info* info) {

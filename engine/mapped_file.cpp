@@ -7,10 +7,13 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <system_error>
 #include <utility>
 
+#include "aligned_buffer.h"
 #include "error.h"
 
 namespace aft {
@@ -61,27 +64,42 @@ MappedFile MappedFile::open(const std::string& path) {
     throw Error(AFT_ERR_IO,
                 path + ": cannot map " + std::to_string(size) + " bytes: " + reason(errno));
   }
-  return MappedFile(static_cast<const uint8_t*>(addr), size);
+  return MappedFile(static_cast<const uint8_t*>(addr), size, false);
+}
+
+MappedFile MappedFile::copy_of(const void* data, std::size_t size) {
+  if (size == 0) return MappedFile();
+  auto* copy = static_cast<uint8_t*>(allocate_cache_aligned(size));
+  std::memcpy(copy, data, size);
+  return MappedFile(copy, size, true);
 }
 
 MappedFile::~MappedFile() { unmap(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      copied_(std::exchange(other.copied_, false)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     unmap();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    copied_ = std::exchange(other.copied_, false);
   }
   return *this;
 }
 
 void MappedFile::unmap() noexcept {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (copied_) {
+    std::free(const_cast<uint8_t*>(data_));
+  } else if (data_ != nullptr) {
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
   data_ = nullptr;
   size_ = 0;
+  copied_ = false;
 }
 
 }  // namespace aft

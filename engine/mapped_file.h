@@ -1,4 +1,5 @@
-// A whole file mapped read-only into memory, unmapped when the owner goes away.
+// A whole file's bytes, read-only: mapped from disk (unmapped when the owner goes away) or copied
+// from a caller's buffer into a 64-byte aligned block of its own (aft_model_load_from_memory).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,9 @@ class MappedFile {
   // Throws Error(AFT_ERR_IO) "<path>: cannot open: <reason>" (or stat, map; or not a regular file).
   // An empty file maps to data() == nullptr, size() == 0 (mmap cannot map 0 bytes).
   static MappedFile open(const std::string& path);
+  // A copy of size bytes at data, 64-byte aligned whatever data's alignment (tensors are read in
+  // place and must be). size 0 gives data() == nullptr. Throws std::bad_alloc.
+  static MappedFile copy_of(const void* data, std::size_t size);
 
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
@@ -24,11 +28,13 @@ class MappedFile {
   std::size_t size() const { return size_; }
 
  private:
-  MappedFile(const uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  MappedFile(const uint8_t* data, std::size_t size, bool copied)
+      : data_(data), size_(size), copied_(copied) {}
   void unmap() noexcept;
 
-  const uint8_t* data_ = nullptr;  // the mapping, owned: released by munmap
+  const uint8_t* data_ = nullptr;  // owned: released by munmap, or by free if copied_
   std::size_t size_ = 0;
+  bool copied_ = false;
 };
 
 }  // namespace aft

@@ -42,7 +42,11 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
 }  // namespace
 
 std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums) {
-  ModelFile file = ModelFile::open(path, verify_checksums);
+  return load(ModelFile::open(path, verify_checksums));
+}
+
+std::unique_ptr<const Model> Model::load(ModelFile file) {
+  const std::string& path = file.path();
   ModelConfig config = ModelConfig::from_json(file.config(), path);
   Tokenizer tokenizer = Tokenizer::from_json(file.tokenizer(), path);
   if (static_cast<int64_t>(tokenizer.vocab_size()) != config.vocab_size) {

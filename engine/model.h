@@ -22,6 +22,8 @@ class Model {
  public:
   // Throws Error naming the file and the problem.
   static std::unique_ptr<const Model> load(const std::string& path, bool verify_checksums);
+  // The same from a validated container (ModelFile::from_memory: a model held in memory).
+  static std::unique_ptr<const Model> load(ModelFile file);
 
   const ModelFile& file() const { return file_; }
   const ModelConfig& config() const { return config_; }

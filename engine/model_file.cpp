@@ -21,6 +21,10 @@ using nlohmann::json;
 constexpr char kMagic[8] = {'A', 'F', 'T', 'M', 'O', 'D', 'E', 'L'};
 constexpr uint64_t kPreambleBytes = 24;
 constexpr uint64_t kAlignment = 64;
+// Arrays and objects nested deeper are refused while parsing: printing a value (the fingerprint,
+// the metadata strings) recurses once per level, and a header of a few hundred thousand '[' would
+// overflow the stack. The format itself needs 4 levels (header, tensors, entry, shape).
+constexpr int kMaxHeaderDepth = 64;
 
 // Little-endian regardless of the host, and safe at any alignment.
 uint64_t load_le(const uint8_t* p, int n) {
@@ -180,7 +184,15 @@ json parse_header(const Validator& v, const uint8_t* begin, uint64_t length) {
   json header;
   try {
     const auto* first = reinterpret_cast<const char*>(begin);
-    header = json::parse(first, first + length);
+    header = json::parse(first, first + length, [&v](int depth, json::parse_event_t event, json&) {
+      const bool opens =
+          event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+      if (opens && depth >= kMaxHeaderDepth) {
+        v.fail("header: arrays and objects nested deeper than " + std::to_string(kMaxHeaderDepth) +
+               " levels");
+      }
+      return true;
+    });
   } catch (const json::exception& e) {
     // Drop nlohmann's "[json.exception.parse_error.101] " tag; keep the position and the reason.
     std::string reason = e.what();
@@ -256,9 +268,19 @@ const float* TensorInfo::q8_0_scales() const {
 }
 
 ModelFile ModelFile::open(const std::string& path, bool verify_checksums) {
+  return validate(path, MappedFile::open(path), verify_checksums);
+}
+
+ModelFile ModelFile::from_memory(const void* data, std::size_t size, const std::string& name,
+                                 bool verify_checksums) {
+  return validate(name, MappedFile::copy_of(data, size), verify_checksums);
+}
+
+ModelFile ModelFile::validate(const std::string& path, MappedFile bytes_of_file,
+                              bool verify_checksums) {
   ModelFile file;
   file.path_ = path;
-  file.map_ = MappedFile::open(path);
+  file.map_ = std::move(bytes_of_file);
   const uint8_t* bytes = file.map_.data();
   const uint64_t size = file.map_.size();
 

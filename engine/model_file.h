@@ -2,6 +2,7 @@
 // Knows nothing of AFT: which tensors a model needs is the model definition's business.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,7 +56,12 @@ class ModelFile {
   // malformed (magic, version, header JSON and schema, tensor dtype, bounds, alignment, overlap,
   // checksum); messages start with the path and name the tensor and expected vs found.
   static ModelFile open(const std::string& path, bool verify_checksums);
+  // The same checks on a private copy of size bytes at data (any alignment; the copy is 64-byte
+  // aligned): an image of a model file held in memory. `name` stands for the path in messages.
+  static ModelFile from_memory(const void* data, std::size_t size, const std::string& name,
+                               bool verify_checksums);
 
+  // The path, or the name given to from_memory.
   const std::string& path() const { return path_; }
   uint64_t size_bytes() const;
   // The whole header as parsed (unknown keys included).
@@ -75,6 +81,8 @@ class ModelFile {
   uint32_t fingerprint() const { return fingerprint_; }
 
  private:
+  static ModelFile validate(const std::string& path, MappedFile bytes, bool verify_checksums);
+
   std::string path_;
   MappedFile map_;
   nlohmann::json header_;

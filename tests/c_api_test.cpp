@@ -129,6 +129,31 @@ TEST_F(CApiModel, TextOutsideTheVocabularyIsAnError) {
   EXPECT_NE(last_error().find("U+007A"), std::string::npos) << last_error();
 }
 
+TEST_F(CApiModel, NullPointersBesideAValidModelAreNamed) {
+  const aft_model* model = model_.get();
+  size_t n = 7;
+  int32_t tokens[4];
+  EXPECT_EQ(aft_tokenize(model, nullptr, 3, tokens, 4, &n), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "text is NULL");
+  EXPECT_EQ(aft_tokenize(model, "ab", 2, tokens, 4, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "n_tokens is NULL");
+  EXPECT_EQ(aft_tokenize(model, "ab", 2, nullptr, 4, &n), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "the output buffer is NULL");
+  EXPECT_EQ(aft_tokenize(model, nullptr, 0, nullptr, 0, &n), AFT_OK) << "no text, no tokens";
+  EXPECT_EQ(n, 0u);
+  char piece[8];
+  EXPECT_EQ(aft_token_to_text(model, 0, piece, sizeof piece, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "text_len is NULL");
+  EXPECT_EQ(aft_model_get_info(model, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "info is NULL");
+  EXPECT_EQ(aft_session_create(model, nullptr, nullptr), AFT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "session is NULL");
+  EXPECT_EQ(aft_model_metadata_count(nullptr), 0u);
+  EXPECT_EQ(aft_model_metadata_get(nullptr, "config.mixer"), nullptr);
+  EXPECT_EQ(aft_model_metadata_get(model, nullptr), nullptr);
+  EXPECT_STREQ(aft_status_string(static_cast<aft_status>(42)), "unknown status");
+}
+
 TEST_F(CApiModel, NegativeThreadCountIsRejected) {
   aft_session_params params = aft_session_default_params();
   params.n_threads = -2;

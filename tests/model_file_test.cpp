@@ -140,6 +140,22 @@ TEST(MappedFile, EmptyFileMapsNothing) {
   EXPECT_EQ(map.data(), nullptr);
 }
 
+TEST(MappedFile, CopyIsAlignedOwnedAndMoves) {
+  const uint8_t bytes[] = {0, 1, 2, 3, 4, 5, 6};
+  aft::MappedFile copy = aft::MappedFile::copy_of(bytes + 1, 5);  // an odd address
+  ASSERT_EQ(copy.size(), 5u);
+  EXPECT_NE(copy.data(), bytes + 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % 64, 0u);
+  EXPECT_EQ(std::memcmp(copy.data(), bytes + 1, 5), 0);
+  const uint8_t* data = copy.data();
+  aft::MappedFile moved = std::move(copy);
+  EXPECT_EQ(moved.data(), data);
+  copy = aft::MappedFile::copy_of(bytes, 3);
+  moved = std::move(copy);  // frees the first block: ASan reports a leak or a double free otherwise
+  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_EQ(aft::MappedFile::copy_of(bytes, 0).data(), nullptr);
+}
+
 // ---- Valid files ----
 
 TEST_F(ModelFileTest, ValidFileLoadsInPlace) {
@@ -368,6 +384,35 @@ TEST_F(ModelFileTest, HeaderLengthCutsTheJson) {
   image_.header_length = image_.header.dump().size() - 1;
   write();
   expect_format_error({"header is not valid JSON: "});
+}
+
+// Found while writing the fuzz targets (tests/fuzz/corpus/model/crash-deep_nesting.aft): a
+// header nested a few hundred thousand levels deep overflowed the stack when printed.
+TEST(ModelFileHeader, NestingDeeperThan64LevelsIsRefused) {
+  const auto image = [](int levels) {  // a header whose metadata is `levels` nested arrays
+    const std::string text = R"({"config": {}, "tokenizer": {}, "tensors": [], "metadata": )" +
+                             std::string(levels, '[') + std::string(levels, ']') + "}";
+    std::vector<uint8_t> bytes = {'A', 'F', 'T', 'M', 'O', 'D', 'E', 'L', 1, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<uint8_t>(text.size() >> (8 * i)));
+    bytes.insert(bytes.end(), text.begin(), text.end());
+    return bytes;
+  };
+  // The root object and 63 arrays: the deepest header there may be.
+  const std::vector<uint8_t> deepest = image(63);
+  EXPECT_EQ(aft::ModelFile::from_memory(deepest.data(), deepest.size(), "<memory>", true)
+                .metadata()
+                .size(),
+            1u);
+  for (const int levels : {64, 1000000}) {
+    const std::vector<uint8_t> bytes = image(levels);
+    try {
+      aft::ModelFile::from_memory(bytes.data(), bytes.size(), "<memory>", true);
+      ADD_FAILURE() << levels << " levels loaded";
+    } catch (const aft::Error& e) {
+      EXPECT_EQ(e.status(), AFT_ERR_FORMAT);
+      EXPECT_STREQ(e.what(), "<memory>: header: arrays and objects nested deeper than 64 levels");
+    }
+  }
 }
 
 TEST_F(ModelFileTest, HeaderNotAnObject) {

@@ -83,6 +83,8 @@ PROTOTYPES = {
     "aft_log_set_callback": (None, [LOG_CALLBACK, c_void_p]),
     "aft_model_default_params": (ModelParams, []),
     "aft_model_load": (_status, [c_char_p, POINTER(ModelParams), POINTER(_handle)]),
+    "aft_model_load_from_memory": (_status, [c_char_p, c_size_t, POINTER(ModelParams),
+                                             POINTER(_handle)]),
     "aft_model_free": (None, [_handle]),
     "aft_model_get_info": (_status, [_handle, POINTER(ModelInfoStruct)]),
     "aft_model_metadata_count": (c_size_t, [_handle]),
@@ -115,7 +117,8 @@ PROTOTYPES = {
 
 OPTIONAL = frozenset({
     "aft_version", "aft_model_file_version", "aft_session_state_version", "aft_log_set_callback",
-    "aft_model_metadata_count", "aft_model_metadata_at", "aft_model_metadata_get",
+    "aft_model_load_from_memory", "aft_model_metadata_count", "aft_model_metadata_at",
+    "aft_model_metadata_get",
     "aft_session_set_threads", "aft_session_threads", "aft_session_set_abort_callback",
     "aft_batch_decode", "aft_sampler_accept", "aft_sampler_reset",
 })

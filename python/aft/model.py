@@ -37,14 +37,29 @@ class Model:
 
     def __init__(self, path: str | os.PathLike, verify_checksums: bool = True):
         self._lib = _library.library()
+        self._load(lambda params, out: self._lib.aft_model_load(os.fsencode(path), params, out),
+                   verify_checksums)
+        self.path = os.fspath(path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, verify_checksums: bool = True) -> Model:
+        """The model in the bytes of a model file (aft_model_load_from_memory: the library keeps
+        its own copy, so `data` may go). Its path is "<memory>", as in the library's messages."""
+        model = cls.__new__(cls)
+        model._lib = _library.library()
+        data = bytes(data)
+        model._load(lambda params, out: model._lib.aft_model_load_from_memory(
+            data, len(data), params, out), verify_checksums)
+        model.path = "<memory>"
+        return model
+
+    def _load(self, load, verify_checksums: bool) -> None:
         params = self._lib.aft_model_default_params()
         params.verify_checksums = int(verify_checksums)
         pointer = ctypes.c_void_p()
-        self._lib.check(self._lib.aft_model_load(os.fsencode(path), ctypes.byref(params),
-                                                 ctypes.byref(pointer)))
+        self._lib.check(load(ctypes.byref(params), ctypes.byref(pointer)))
         self._handle: OwnedHandle | None = OwnedHandle(pointer.value, self._lib.aft_model_free,
                                                        "model")
-        self.path = os.fspath(path)
         self.info = self._read_info()
 
     def __enter__(self) -> Model:

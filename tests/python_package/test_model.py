@@ -44,6 +44,16 @@ class ModelInfoTest(unittest.TestCase):
                 error = np.abs(logits.astype(np.float64) - reference).max(axis=1) / scale
                 self.assertLess(error.max(), 1e-4)
 
+    def test_from_bytes_is_the_file(self):
+        path, tokens, _ = fixture("local_q8_0")
+        with aft.Model(path) as from_file, aft.Model.from_bytes(path.read_bytes()) as from_bytes:
+            self.assertEqual(from_bytes.path, "<memory>")
+            self.assertEqual(from_bytes.info, from_file.info)
+            self.assertEqual(from_bytes.metadata, from_file.metadata)
+            with aft.Session(from_file) as a, aft.Session(from_bytes) as b:
+                np.testing.assert_array_equal(b.eval(tokens, logits="all"),
+                                              a.eval(tokens, logits="all"))
+
     def test_metadata(self):
         with aft.Model(SHIPPED_MODEL) as model:
             metadata = model.metadata
@@ -78,6 +88,13 @@ class ModelErrorsTest(unittest.TestCase):
             self.assertIn("CRC", caught.exception.message.upper())
             with aft.Model(path, verify_checksums=False) as model:
                 self.assertEqual(model.info.mixer, "simple")
+
+    def test_bytes_that_are_not_a_model(self):
+        with self.assertRaises(aft.AftError) as caught:
+            aft.Model.from_bytes(b"AFTMODEL")
+        self.assertEqual(caught.exception.status, aft.Status.FORMAT)
+        self.assertEqual(caught.exception.message,
+                         "<memory>: file is 8 bytes, too small for the 24-byte preamble")
 
     def test_error_text_is_the_libraries(self):
         with self.assertRaises(aft.AftError) as caught:
