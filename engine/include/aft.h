@@ -98,8 +98,8 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
 /* The same checks on the size bytes of a model file held in memory (messages name it "<memory>").
  * The model keeps a 64-byte aligned copy: data may have any alignment and may be freed as soon as
  * this returns. AFT_ERR_FORMAT for truncated or malformed bytes (size 0 included). */
-aft_status aft_model_load_from_memory(const void* data, size_t size,
-                                      const aft_model_params* params, aft_model** model);
+aft_status aft_model_load_from_memory(const void* data, size_t size, const aft_model_params* params,
+                                      aft_model** model);
 void aft_model_free(aft_model* model);
 
 typedef struct aft_model_info {
