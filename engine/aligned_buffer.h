@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <new>
 #include <vector>
@@ -13,10 +12,13 @@ namespace aft {
 
 constexpr std::size_t kCacheLine = 64;
 
+// Through the replaceable aligned operator new: it throws std::bad_alloc when memory runs out, and
+// a test that replaces it can make any allocation fail.
 inline void* allocate_cache_aligned(std::size_t bytes) {
-  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
+  return ::operator new (bytes, std::align_val_t{kCacheLine});
+}
+inline void free_cache_aligned(void* p) noexcept {
+  ::operator delete (p, std::align_val_t{kCacheLine});
 }
 
 // For std::vector: a growable, copyable array with the same alignment.
@@ -27,7 +29,7 @@ struct CacheAlignedAllocator {
   template <class U>
   CacheAlignedAllocator(const CacheAlignedAllocator<U>&) noexcept {}
   T* allocate(std::size_t n) { return static_cast<T*>(allocate_cache_aligned(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  void deallocate(T* p, std::size_t) noexcept { free_cache_aligned(p); }
   template <class U>
   bool operator==(const CacheAlignedAllocator<U>&) const noexcept {
     return true;
@@ -53,7 +55,7 @@ class AlignedBuffer {
 
  private:
   struct Free {
-    void operator()(float* p) const { std::free(p); }
+    void operator()(float* p) const { free_cache_aligned(p); }
   };
   std::unique_ptr<float, Free> data_;
   std::size_t size_ = 0;

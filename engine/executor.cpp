@@ -2,8 +2,7 @@
 
 #include <omp.h>
 
-#include <exception>
-#include <mutex>
+#include "kernels/first_exception.h"
 
 namespace aft {
 namespace {
@@ -54,25 +53,21 @@ void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const
     const Tensor out = tensors.gather(node, inputs);
     if (out.rows > 0) node.op->prepare(ctx, out.rows);
   }
-  std::exception_ptr error;
-  std::mutex error_mutex;
+  kernels::FirstException error;
 #pragma omp parallel num_threads(ctx.n_threads)
   {
     const Team team{omp_get_thread_num(), omp_get_num_threads()};
     std::vector<Tensor> node_inputs;
     for (const Node& node : graph.nodes()) {
-      const Tensor out = tensors.gather(node, node_inputs);
-      if (out.rows == 0) continue;
-      try {
+      if (tensors.rows_of(node.output) == 0) continue;
+      error.run([&] {
+        const Tensor out = tensors.gather(node, node_inputs);
         node.op->run_in_team(ctx, node_inputs, out, team);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
+      });
 #pragma omp barrier
     }
   }
-  if (error) std::rethrow_exception(error);
+  error.rethrow();
 }
 
 }  // namespace

@@ -16,11 +16,15 @@
 
 namespace aft {
 
+class StateRollback;
+
 // Which rows a value holds. Token values have a row for every token of the call; output values only
 // the rows whose logits are wanted (all of them, or just the last). Work after the last AFT mixer
 // is per row, so it only runs on output rows.
 enum class RowSet { Tokens, Output };
 
+// A call's context. Before it, the session gave every layer's state the rows the call's positions
+// need (StateRollback::begin): ops do not allocate state.
 struct ExecContext {
   const kernels::KernelTable& kernels;
   int n_threads;
@@ -32,9 +36,16 @@ struct ExecContext {
   // A batch decode (aft_batch_decode): row r is the next token of another sequence, whose state
   // is batch_states[r]. Null: every row is a token of `state`.
   SessionState* const* batch_states = nullptr;
+  // Where the mixers save what they change beyond what the session saved before the call
+  // (state_rollback.h): of `state`, or of batch_states[r] (batch_rollbacks[r]).
+  StateRollback* rollback = nullptr;
+  StateRollback* const* batch_rollbacks = nullptr;
 
   SessionState& state_of(std::size_t row) const {
     return batch_states ? *batch_states[row] : state;
+  }
+  StateRollback* rollback_of(std::size_t row) const {
+    return batch_states ? batch_rollbacks[row] : rollback;
   }
   int64_t position_of(std::size_t row) const {
     return batch_states ? batch_states[row]->position : position + static_cast<int64_t>(row);

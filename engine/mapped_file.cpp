@@ -93,7 +93,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 void MappedFile::unmap() noexcept {
   if (copied_) {
-    std::free(const_cast<uint8_t*>(data_));
+    free_cache_aligned(const_cast<uint8_t*>(data_));
   } else if (data_ != nullptr) {
     ::munmap(const_cast<uint8_t*>(data_), size_);
   }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "kernels/first_exception.h"
+
 namespace aft {
 
 // Work below this many units (about one multiply-add each) per thread costs less than waking a
@@ -30,6 +32,7 @@ inline Ranges split_ranges(std::size_t n, std::size_t align, int n_threads,
   return Ranges{per, (n + per - 1) / per};
 }
 
+// What body throws reaches the caller after the region (the first exception, if several).
 template <class Body>
 void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
                      const Body& body) {
@@ -38,10 +41,12 @@ void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_
     body(std::size_t{0}, n);
     return;
   }
+  kernels::FirstException error;
 #pragma omp parallel for num_threads(static_cast <int>(r.parts)) schedule(static)
   for (std::size_t p = 0; p < r.parts; ++p) {
-    body(p * r.per, std::min(n, (p + 1) * r.per));
+    error.run([&] { body(p * r.per, std::min(n, (p + 1) * r.per)); });
   }
+  error.rethrow();
 }
 
 // The threads of a parallel region already open (a decoded token's, executor.cpp): this thread is

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 
 #include "compute_threads.h"
@@ -12,6 +13,26 @@
 #include "session_state_blob.h"
 
 namespace aft {
+namespace {
+
+// Inside a catch, once the state is restored: the exception in flight as an Error whose message
+// says so (out of memory keeps its status).
+[[noreturn]] void rethrow_unchanged(const std::string& unchanged) {
+  const std::string note = " (" + unchanged + ")";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error(AFT_ERR_OUT_OF_MEMORY, "out of memory" + note);
+  } catch (const Error& e) {
+    throw Error(e.status(), e.what() + note);
+  } catch (const std::exception& e) {
+    throw Error(AFT_ERR_INTERNAL, e.what() + note);
+  } catch (...) {
+    throw Error(AFT_ERR_INTERNAL, "unknown error" + note);
+  }
+}
+
+}  // namespace
 
 Session::Session(const Model& model, int n_threads)
     : model_(model), n_threads_(0), state_(model.initial_state()) {
@@ -106,8 +127,14 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
 
   const ComputeThreads threads(n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  try {
+    rollback_.begin(state_, n_tokens);
+  } catch (...) {
+    rethrow_unchanged("the session is unchanged");
+  }
   for (std::size_t done = 0; done < n_tokens;) {
     if (done > 0 && abort_requested()) {
+      rollback_.commit();
       throw Error(AFT_ERR_ABORTED, "stopped by the abort callback after " + std::to_string(done) +
                                        " of " + std::to_string(n_tokens) +
                                        " tokens; the session is at position " +
@@ -124,8 +151,9 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       // over the same threads with a barrier between them, not a fork and join each.
       const bool one_region =
           rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
-      const ExecContext ctx{runtime_kernels(), threads.count(), state_.position,
-                            tokens + done,     state_,          one_region};
+      ExecContext ctx{runtime_kernels(), threads.count(), state_.position,
+                      tokens + done,     state_,          one_region};
+      ctx.rollback = &rollback_;
       const Tensor out =
           execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {
@@ -134,12 +162,12 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       }
       state_.position += static_cast<int64_t>(rows);
       done += rows;
-    } catch (const std::exception& e) {
-      // A failure inside a kernel library leaves a half-updated state: start the sequence over.
-      reset();
-      throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (the session was reset)");
+    } catch (...) {
+      rollback_.restore();
+      rethrow_unchanged("the session is unchanged");
     }
   }
+  rollback_.commit();
 }
 
 void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std::size_t n,
@@ -171,26 +199,32 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
   Session& lead = *sessions[0];
   const ComputeThreads threads(lead.n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(lead.model_.config().vocab_size);
-  for (std::size_t done = 0; done < n;) {
-    const std::size_t rows = std::min(kMaxChunkRows, n - done);
-    try {
-      const ExecContext ctx{runtime_kernels(),   threads.count(), 0,
-                            tokens + done,       lead.state_,     false,
-                            states.data() + done};
+  std::vector<StateRollback*> rollbacks(n);
+  std::size_t begun = 0;
+  try {
+    for (; begun < n; ++begun) {
+      rollbacks[begun] = &sessions[begun]->rollback_;
+      rollbacks[begun]->begin(*states[begun], 1);
+    }
+    for (std::size_t done = 0; done < n;) {
+      const std::size_t rows = std::min(kMaxChunkRows, n - done);
+      ExecContext ctx{runtime_kernels(),   threads.count(), 0, tokens + done, lead.state_, false,
+                      states.data() + done};
+      ctx.batch_rollbacks = rollbacks.data() + done;
       const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
       const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
                                  lead.buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {
         std::memcpy(logits + done * vocab, out.data, rows * vocab * sizeof(float));
       }
-    } catch (const std::exception& e) {
-      for (std::size_t i = done; i < n; ++i) sessions[i]->reset();
-      throw Error(AFT_ERR_INTERNAL, std::string(e.what()) + " (sessions " + std::to_string(done) +
-                                        " to " + std::to_string(n - 1) + " were reset)");
+      for (std::size_t i = done; i < done + rows; ++i) states[i]->position += 1;
+      done += rows;
     }
-    for (std::size_t i = done; i < done + rows; ++i) states[i]->position += 1;
-    done += rows;
+  } catch (...) {
+    for (std::size_t i = 0; i < begun; ++i) rollbacks[i]->restore();
+    rethrow_unchanged("no session changed");
   }
+  for (StateRollback* rollback : rollbacks) rollback->commit();
 }
 
 }  // namespace aft

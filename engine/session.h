@@ -10,6 +10,7 @@
 #include "aligned_buffer.h"
 #include "model.h"
 #include "session_state.h"
+#include "state_rollback.h"
 
 namespace aft {
 
@@ -24,9 +25,10 @@ class Session {
   // n_threads: as aft_session_params.n_threads (0 = automatic, compute_threads.h).
   Session(const Model& model, int n_threads);
 
-  // Checks every token and the positions first: on a bad input (Error) the session is unchanged.
-  // Between chunks of kMaxChunkRows tokens it asks the abort callback, and stops with Error
-  // AFT_ERR_ABORTED if told to, the chunks done consumed.
+  // Checks every token and the positions first; on any failure after (out of memory, an error of
+  // a kernel library) the state is restored (state_rollback.h): on an Error the session is
+  // unchanged. Between chunks of kMaxChunkRows tokens it asks the abort callback, and stops with
+  // Error AFT_ERR_ABORTED if told to, the chunks done consumed.
   void eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode mode, float* logits);
   // One token for each of n sessions of one model in one pass (aft_batch_decode): each gets the
   // bits eval would give it. Everything is checked first: on an Error no session changed.
@@ -59,6 +61,7 @@ class Session {
   aft_abort_callback abort_callback_ = nullptr;
   void* abort_data_ = nullptr;
   SessionState state_;
+  StateRollback rollback_;  // what a failing call restores
   std::vector<AlignedBuffer> buffers_;
   std::vector<float*> buffer_pointers_;
 };

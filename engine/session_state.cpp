@@ -14,4 +14,18 @@ void MixerState::reset() {
   frame_valid = true;
 }
 
+std::size_t MixerState::rows_for(int64_t positions) const {
+  const std::size_t had = keys.rows();
+  const std::size_t needed =
+      std::min(capacity, static_cast<std::size_t>(std::max<int64_t>(positions, 0)));
+  if (had >= needed) return had;
+  return std::min(capacity, std::max(needed, 2 * had));
+}
+
+void MixerState::resize_rows(std::size_t rows) {
+  keys.resize(rows, m.size());
+  values.resize(rows, m.size());
+  scaled_keys.resize(rows, m.size());
+}
+
 }  // namespace aft

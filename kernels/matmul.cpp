@@ -12,9 +12,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
 #include <list>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -23,6 +23,7 @@
 
 #include <dnnl.hpp>
 
+#include "kernels/first_exception.h"
 #include "kernels/kernels.h"
 #include "kernels/single_threaded_onednn.h"
 
@@ -47,6 +48,7 @@ dnnl::engine& cpu_engine() {
 }
 
 [[noreturn]] void rethrow(const dnnl::error& e, const char* what, std::size_t k, std::size_t n) {
+  if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
   throw std::runtime_error("aft matmul (K=" + std::to_string(k) + ", N=" + std::to_string(n) +
                            "): oneDNN failed to " + what + ": " + e.what() + " (status " +
                            std::to_string(static_cast<int>(e.status)) + ")");
@@ -237,8 +239,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
       std::max<std::size_t>(1, m * impl.k * impl.n / kMinMultiplyAddsPerThread);
   const int threads =
       static_cast<int>(std::min({static_cast<std::size_t>(std::max(n_threads, 1)), blocks, worth}));
-  std::exception_ptr error;
-  std::mutex error_mutex;
+  FirstException error;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t b = 0; b < blocks; ++b) {
     // A team of one is not "in parallel" to oneDNN: keep it from starting threads of its own.
@@ -248,21 +249,16 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
     const std::size_t column = b % column_blocks * kMatmulBlockColumns;
     const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
     const BlockPrimitives& p = rows == block_rows ? whole : last;
-    try {
+    error.run([&] {
       impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
                      x + row * impl.k, y + row * impl.n,
                      residual ? residual + row * impl.n : nullptr);
-    } catch (const dnnl::error& e) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::make_exception_ptr(e);
-    }
+    });
   }
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const dnnl::error& e) {
-      rethrow(e, what.c_str(), impl.k, impl.n);
-    }
+  try {
+    error.rethrow();
+  } catch (const dnnl::error& e) {
+    rethrow(e, what.c_str(), impl.k, impl.n);
   }
 }
 

@@ -195,7 +195,8 @@ typedef enum aft_logits_mode {
 } aft_logits_mode;
 
 /* Feeds n_tokens tokens (a prompt at once, or one token when decoding) and writes logits as mode
- * asks. On any error the session is unchanged: tokens and positions are checked before work starts.
+ * asks. On any error but AFT_ERR_ABORTED the session is unchanged: tokens and positions are checked
+ * before work starts, and a failure part-way (AFT_ERR_OUT_OF_MEMORY, AFT_ERR_INTERNAL) restores it.
  * Determinism: the same tokens fed in the same calls give bit-identical logits whatever n_threads
  * and on every kernel path; feeding them in other calls (a prompt at once or in pieces) gives the
  * same logits to within float rounding. */
@@ -209,7 +210,7 @@ aft_status aft_session_eval(aft_session* session, const int32_t* tokens, size_t 
  * AFT_LOGITS_NONE. Each session's logits and state are bit-identical to
  * aft_session_eval(sessions[i], &tokens[i], 1, ...). The sessions must be distinct and of one
  * model; the pass uses sessions[0]'s thread count. On any error (a NULL or repeated session, a
- * token or position out of range anywhere) no session changes. */
+ * token or position out of range anywhere, out of memory part-way) no session changes. */
 aft_status aft_batch_decode(aft_session* const* sessions, const int32_t* tokens, size_t n_sessions,
                             aft_logits_mode mode, float* logits);
 

@@ -13,9 +13,7 @@
 #include "aft_full_prefill.h"
 
 #include <algorithm>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <vector>
 
 #include "aft_state_merge.h"
@@ -114,23 +112,15 @@ class FullPrefill {
     // Per row: a bias and an exp per earlier position.
     parallel_ranges(rows_, 1, ctx_.n_threads, positions_ * 16,
                     [&](std::size_t r0, std::size_t r1) { fill_bias_rows(r0, r1); });
-    std::exception_ptr error;
-    std::mutex error_mutex;
     // Per channel: two multiply-adds per pair of positions.
     parallel_ranges(d_, kChannelBlock, ctx_.n_threads, rows_ * positions_,
                     [&](std::size_t c0, std::size_t c1) {
-                      try {
-                        thread_local ChannelBlockScratch scratch;
-                        scratch.reserve(rows_);
-                        for (std::size_t c = c0; c < c1; c += kChannelBlock) {
-                          run_channel_block(c, std::min(kChannelBlock, c1 - c), scratch);
-                        }
-                      } catch (...) {
-                        std::lock_guard<std::mutex> lock(error_mutex);
-                        if (!error) error = std::current_exception();
+                      thread_local ChannelBlockScratch scratch;
+                      scratch.reserve(rows_);
+                      for (std::size_t c = c0; c < c1; c += kChannelBlock) {
+                        run_channel_block(c, std::min(kChannelBlock, c1 - c), scratch);
                       }
                     });
-    if (error) std::rethrow_exception(error);
   }
 
  private:

@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "parallel.h"
 #include "session_state.h"
+#include "state_rollback.h"
 
 namespace aft {
 namespace {
@@ -48,6 +49,8 @@ struct BlockState {
   ChannelBlockedRows *keys, *values, *scaled;
   std::size_t ring_block;
   std::size_t capacity;
+  // The session's rollback, told before the block's scaled keys are rescaled; null for a copy.
+  StateRollback* rollback = nullptr;
 };
 
 // A segment's private ring and sums for one channel block (thread-local, kept between calls).
@@ -82,7 +85,6 @@ class AftMixerOp final : public Op {
       return;
     }
     MixerState& state = ctx.state.layers[layer_];
-    reserve_rows(state, ctx.position + static_cast<int64_t>(out.rows), out.width);
     // Several tokens that see every earlier position with a bias shared by the channels (AFT-full,
     // or a local model's first window): matrix products instead of one step per pair.
     if (out.rows > 1 && ctx.position + static_cast<int64_t>(out.rows) <= window_ &&
@@ -107,16 +109,15 @@ class AftMixerOp final : public Op {
     parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, block_cost(ctx, out.rows),
                     [&](std::size_t begin, std::size_t end) {
                       for (std::size_t block = begin; block < end; ++block) {
-                        BlockState view = session_block(state, block);
+                        const BlockState view = session_block(state, block, ctx.rollback);
                         run_block(ctx, inputs, out, view, shared, reframe, block, 0, out.rows);
                       }
                     });
     state.frame_valid = true;
   }
 
-  void prepare(const ExecContext& ctx, std::size_t rows) const override {
+  void prepare(const ExecContext& ctx, std::size_t) const override {
     MixerState& state = ctx.state.layers[layer_];
-    reserve_rows(state, ctx.position + static_cast<int64_t>(rows), state.m.size());
     state.reframe_pending = !state.frame_valid;
     state.frame_valid = true;
   }
@@ -139,7 +140,7 @@ class AftMixerOp final : public Op {
                     shared = &weights;
                   }
                   for (std::size_t block = begin; block < end; ++block) {
-                    run_block(ctx, inputs, out, session_block(state, block), shared,
+                    run_block(ctx, inputs, out, session_block(state, block, ctx.rollback), shared,
                               state.reframe_pending, block, 0, out.rows);
                   }
                 });
@@ -164,9 +165,6 @@ class AftMixerOp final : public Op {
   // (row, channel block) units, and each runs as that sequence's decode would.
   void run_batch(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                  const Tensor& out) const {
-    for (std::size_t r = 0; r < out.rows; ++r) {
-      reserve_rows(ctx.state_of(r).layers[layer_], ctx.position_of(r) + 1, out.width);
-    }
     const SharedWindowWeights* shared = nullptr;
     if (window_ > 0 && !bias_.per_channel_max()) {
       thread_local SharedWindowWeights weights;
@@ -179,22 +177,11 @@ class AftMixerOp final : public Op {
                       for (std::size_t u = u0; u < u1; ++u) {
                         const std::size_t r = u / blocks, block = u % blocks;
                         MixerState& state = ctx.state_of(r).layers[layer_];
-                        run_block(ctx, inputs, out, session_block(state, block), shared,
-                                  !state.frame_valid, block, r, r + 1);
+                        run_block(ctx, inputs, out, session_block(state, block, ctx.rollback_of(r)),
+                                  shared, !state.frame_valid, block, r, r + 1);
                       }
                     });
     for (std::size_t r = 0; r < out.rows; ++r) ctx.state_of(r).layers[layer_].frame_valid = true;
-  }
-
-  // Full-bias models keep every position: their key/value rows grow with the sequence.
-  static void reserve_rows(MixerState& state, int64_t positions, std::size_t width) {
-    const std::size_t needed = std::min(state.capacity, static_cast<std::size_t>(positions));
-    const std::size_t had = state.keys.rows();
-    if (had >= needed) return;
-    const std::size_t rows = std::min(state.capacity, std::max(needed, 2 * had));
-    state.keys.resize(rows, width);
-    state.values.resize(rows, width);
-    state.scaled_keys.resize(rows, width);
   }
 
   void fill_shared_weights(const ExecContext& ctx, std::size_t rows,
@@ -220,12 +207,13 @@ class AftMixerOp final : public Op {
                     });
   }
 
-  static BlockState session_block(MixerState& state, std::size_t block) {
+  static BlockState session_block(MixerState& state, std::size_t block, StateRollback* rollback) {
     const std::size_t c0 = block * Blocks::kBlock;
-    return BlockState{
-        state.m.data() + c0, state.a.data() + c0, state.b.data() + c0, state.frame.data() + c0,
-        &state.keys,         &state.values,       &state.scaled_keys,  block,
-        state.capacity};
+    return BlockState{state.m.data() + c0, state.a.data() + c0,
+                      state.b.data() + c0, state.frame.data() + c0,
+                      &state.keys,         &state.values,
+                      &state.scaled_keys,  block,
+                      state.capacity,      rollback};
   }
 
   // The chunk as a scan over segments of kSegmentRows positions: (segment, channel block) units.
@@ -393,9 +381,11 @@ class AftMixerOp final : public Op {
 
       window_rows(v, t, w);
       if (reframe) {
+        save_scaled(v, block);
         k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), v.frame);
         reframe = false;
       } else {
+        if (raises_frame(n, key_slot, v.frame)) save_scaled(v, block);
         k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), v.frame, w.keys[w.entries - 1],
                               w.scaled[w.entries - 1]);
       }
@@ -415,6 +405,7 @@ class AftMixerOp final : public Op {
       bool stable = window_sums(k, w, e, n, sa, sb);
       if (!stable) {
         // Keys far below a stale reference: rebuild the frame from the window's own maximum.
+        save_scaled(v, block);
         k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), v.frame);
         stable = window_sums(k, w, e, n, sa, sb);
       }
@@ -425,6 +416,19 @@ class AftMixerOp final : public Op {
         exact_window_output(k, w, v, t, q.row(r) + c0, n, c0, out.row(r) + c0);
       }
     }
+  }
+
+  // Before the block's scaled keys are rescaled: the session's rollback keeps them.
+  void save_scaled(const BlockState& v, std::size_t block) const {
+    if (v.rollback) v.rollback->save_scaled(layer_, block);
+  }
+
+  // Whether pushing key k rescales the window: a lane above the frame r (or NaN).
+  static bool raises_frame(std::size_t n, const float* k, const float* r) {
+    for (std::size_t c = 0; c < n; ++c) {
+      if (!(k[c] <= r[c])) return true;
+    }
+    return false;
   }
 
   // Points w at the ring rows of the window of query position t.

@@ -1,0 +1,33 @@
+// The first exception thrown by the threads of an OpenMP region. An exception must not leave a
+// region (the runtime calls std::terminate), so each thread's body catches into this, and the
+// thread that opened the region rethrows after it: a failure (out of memory included) reaches the
+// caller as an exception of its own type instead of ending the process.
+#pragma once
+
+#include <exception>
+#include <mutex>
+
+namespace aft::kernels {
+
+class FirstException {
+ public:
+  // Runs body, keeping what it throws if it is the first.
+  template <class Body>
+  void run(const Body& body) noexcept {
+    try {
+      body();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace aft::kernels

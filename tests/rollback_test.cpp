@@ -1,0 +1,240 @@
+// A call that fails part-way leaves its sessions as they were (aft.h: "on any error the session
+// is unchanged"). The failure is out of memory: this program replaces operator new, and makes
+// allocation k of the call fail, for k = 1, 2, ... until the call needs fewer. The call runs on a
+// new thread each time, so that its thread-local scratch (and its OpenMP workers') is allocated
+// anew: allocations, and so failures, happen all along the graph, after mixers have changed their
+// state. After each failure: the status is AFT_ERR_OUT_OF_MEMORY, every session's state bytes are
+// the ones before the call, and the same call then gives the logits of a call that never failed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <new>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api_handles.h"
+#include "model_file_writer.h"
+
+namespace {
+
+std::atomic<bool> armed{false};
+std::atomic<long> allocations{0};
+std::atomic<long> fail_at{0};
+
+void* allocate(std::size_t size, std::size_t alignment) {
+  if (armed.load(std::memory_order_relaxed) && ++allocations == fail_at.load()) {
+    throw std::bad_alloc();
+  }
+  if (size == 0) size = 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(size)
+                : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return allocate(size, 0); }
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<std::size_t>(alignment));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace aft::testing {
+namespace {
+
+using Sessions = std::vector<SessionHandle>;
+// Makes the sessions a call starts from (the same every time).
+using MakeSessions = std::function<Sessions()>;
+// The call: its status, its logits into the vector; the library call itself through counted().
+using Call = std::function<aft_status(Sessions&, std::vector<float>&)>;
+
+struct Outcome {
+  aft_status status;
+  std::string error;
+};
+
+// Runs library_call with its allocations counted, the one numbered fail_at failing.
+template <class LibraryCall>
+aft_status counted(const LibraryCall& library_call) {
+  allocations = 0;
+  armed = fail_at > 0;
+  const aft_status status = library_call();
+  armed = false;
+  return status;
+}
+
+// Runs call on a new thread, allocation number k (from 1) of its library call failing; k = 0:
+// none fails.
+Outcome run_failing(long k, const Call& call, Sessions& sessions, std::vector<float>& logits) {
+  Outcome outcome{};
+  fail_at = k;
+  std::thread thread([&] {
+    outcome.status = call(sessions, logits);
+    if (outcome.status != AFT_OK) outcome.error = aft_last_error();
+  });
+  thread.join();
+  return outcome;
+}
+
+std::vector<std::vector<unsigned char>> state_bytes(const Sessions& sessions) {
+  std::vector<std::vector<unsigned char>> all;
+  for (const SessionHandle& s : sessions) {
+    std::vector<unsigned char> bytes(aft_session_state_size(s.get()));
+    EXPECT_EQ(aft_session_state_save(s.get(), bytes.data(), bytes.size(), nullptr), AFT_OK);
+    all.push_back(bytes);
+  }
+  return all;
+}
+
+// Fails allocation k = 1, 2, ... of the call until it succeeds; returns how many failed.
+int expect_failures_change_nothing(const MakeSessions& make, const Call& call) {
+  std::vector<float> want;
+  {
+    Sessions sessions = make();
+    const Outcome ok = run_failing(0, call, sessions, want);
+    EXPECT_EQ(ok.status, AFT_OK) << ok.error;
+  }
+  int failures = 0;
+  for (long k = 1; k < 100000; ++k) {
+    Sessions sessions = make();
+    const auto before = state_bytes(sessions);
+    std::vector<float> got(want.size());
+    const Outcome failed = run_failing(k, call, sessions, got);
+    if (failed.status == AFT_OK) {
+      EXPECT_TRUE(got == want) << "allocation " << k << " was past the call's last";
+      break;
+    }
+    ++failures;
+    EXPECT_EQ(failed.status, AFT_ERR_OUT_OF_MEMORY) << "allocation " << k << ": " << failed.error;
+    EXPECT_TRUE(state_bytes(sessions) == before) << "allocation " << k << ": " << failed.error;
+    std::vector<float> again(want.size());
+    const Outcome retried = run_failing(0, call, sessions, again);
+    EXPECT_EQ(retried.status, AFT_OK) << retried.error;
+    EXPECT_TRUE(again == want) << "after allocation " << k << " failed";
+    if (::testing::Test::HasFailure()) break;
+  }
+  return failures;
+}
+
+Call eval_call(std::vector<int32_t> tokens, aft_logits_mode mode, std::size_t vocab) {
+  return [tokens, mode, vocab](Sessions& sessions, std::vector<float>& logits) {
+    logits.resize((mode == AFT_LOGITS_ALL ? tokens.size() : 1) * vocab);
+    return counted([&] {
+      return aft_session_eval(sessions[0].get(), tokens.data(), tokens.size(), mode, logits.data());
+    });
+  };
+}
+
+struct Case {
+  const char* mixer;
+  int threads;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.mixer << ", " << c.threads << " threads"; }
+
+class RollbackTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    nlohmann::json config = tiny_config(GetParam().mixer);
+    config["d_model"] = 80;       // two channel blocks
+    config["max_seq_len"] = 512;  // room for a prompt of two chunks
+    write_random_model(file_.path(), config);
+    model_ = load_model(file_.path());
+    vocab_ = static_cast<std::size_t>(vocab_size(model_.get()));
+  }
+
+  // A session at position `at` (its window full for the local and conv models).
+  MakeSessions at(std::size_t at, std::size_t count = 1) const {
+    return [this, at, count] {
+      Sessions sessions;
+      for (std::size_t i = 0; i < count; ++i) {
+        sessions.push_back(new_session(model_.get(), GetParam().threads));
+        if (at > 0)
+          eval(sessions.back().get(), model_.get(), token_sequence(at, 256, 3 + i),
+               AFT_LOGITS_NONE);
+      }
+      return sessions;
+    };
+  }
+
+  TempFile file_{"rollback"};
+  ModelHandle model_;
+  std::size_t vocab_ = 0;
+};
+
+TEST_P(RollbackTest, AFailedPromptChangesNothing) {
+  EXPECT_GT(expect_failures_change_nothing(
+                at(0), eval_call(token_sequence(40, 256, 5), AFT_LOGITS_ALL, vocab_)),
+            0);
+  // Two chunks (the second through the prefill's scan), continuing a sequence.
+  EXPECT_GT(expect_failures_change_nothing(
+                at(9), eval_call(token_sequence(300, 256, 6), AFT_LOGITS_LAST, vocab_)),
+            0);
+}
+
+TEST_P(RollbackTest, AFailedTokenChangesNothing) {
+  EXPECT_GT(expect_failures_change_nothing(
+                at(30), eval_call(token_sequence(1, 256, 8), AFT_LOGITS_LAST, vocab_)),
+            0);
+}
+
+TEST_P(RollbackTest, AFailedBatchDecodeChangesNoSession) {
+  const Call batch = [this](Sessions& sessions, std::vector<float>& logits) {
+    std::vector<aft_session*> all;
+    for (SessionHandle& s : sessions) all.push_back(s.get());
+    const std::vector<int32_t> tokens = {11, 22, 33};
+    logits.resize(all.size() * vocab_);
+    return counted([&] {
+      return aft_batch_decode(all.data(), tokens.data(), all.size(), AFT_LOGITS_LAST,
+                              logits.data());
+    });
+  };
+  EXPECT_GT(expect_failures_change_nothing(at(20, 3), batch), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixers, RollbackTest,
+                         ::testing::Values(Case{"simple", 1}, Case{"local", 1}, Case{"conv", 1},
+                                           Case{"full", 1}, Case{"simple", 2}, Case{"local", 2},
+                                           Case{"conv", 2}, Case{"full", 2}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.mixer) + "_" +
+                                  std::to_string(info.param.threads) + "_threads";
+                         });
+
+// A decoded token of a model large enough to run in one parallel region (Session::
+// kOneRegionMinParameters): the ops of every layer between the same barriers.
+TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
+  for (const char* mixer : {"local", "full"}) {
+    SCOPED_TRACE(mixer);
+    TempFile file("rollback_wide");
+    nlohmann::json config = tiny_config(mixer);
+    config["d_model"] = 256;
+    config["d_ff"] = 1024;
+    config["n_layers"] = 6;  // 4.7 M matmul weights
+    write_random_model(file.path(), config);
+    ModelHandle model = load_model(file.path());
+    const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
+    const MakeSessions make = [&] {
+      Sessions sessions;
+      sessions.push_back(new_session(model.get(), 2));
+      eval(sessions.back().get(), model.get(), token_sequence(12, 256, 4), AFT_LOGITS_NONE);
+      return sessions;
+    };
+    EXPECT_GT(expect_failures_change_nothing(
+                  make, eval_call(token_sequence(1, 256, 9), AFT_LOGITS_LAST, vocab)),
+              0);
+  }
+}
+
+}  // namespace
+}  // namespace aft::testing
