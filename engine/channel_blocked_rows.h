@@ -39,17 +39,21 @@ class ChannelBlockedRows {
   }
 
   // Sets the rows of width channels; the first min(old, new) rows keep their values.
-  void resize(std::size_t rows, std::size_t width) {
-    AlignedFloats data(blocks_of(width) * rows * kBlock);
+  void resize(std::size_t rows, std::size_t width) { *this = resized(rows, width); }
+  // A copy with rows of width channels: the first min(rows, rows()) as here if the width is the
+  // same, the others zero.
+  ChannelBlockedRows resized(std::size_t rows, std::size_t width) const {
+    ChannelBlockedRows to;
+    to.data_.resize(blocks_of(width) * rows * kBlock);
+    to.rows_ = rows;
+    to.width_ = width;
     if (width == width_) {
       const std::size_t kept = std::min(rows, rows_);
       for (std::size_t b = 0; b < blocks_of(width) && kept > 0; ++b) {
-        std::memcpy(data.data() + b * rows * kBlock, row(0, b), kept * kBlock * sizeof(float));
+        std::memcpy(to.row(0, b), row(0, b), kept * kBlock * sizeof(float));
       }
     }
-    data_.swap(data);
-    rows_ = rows;
-    width_ = width;
+    return to;
   }
 
   // Every float, block by block (the padding lanes of a last narrow block included): for saving.

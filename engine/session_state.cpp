@@ -22,10 +22,4 @@ std::size_t MixerState::rows_for(int64_t positions) const {
   return std::min(capacity, std::max(needed, 2 * had));
 }
 
-void MixerState::resize_rows(std::size_t rows) {
-  keys.resize(rows, m.size());
-  values.resize(rows, m.size());
-  scaled_keys.resize(rows, m.size());
-}
-
 }  // namespace aft

@@ -38,17 +38,17 @@ void StateRollback::save_layer(MixerState& state, Layer& saved, int64_t position
   saved.scaled_blocks.resize(saved.scaled_saved.size());
 
   const std::size_t rows = state.rows_for(position + static_cast<int64_t>(n));
+  saved.rows_in_use = std::min<std::size_t>(rows, static_cast<std::size_t>(position) + n);
   saved.grown = rows != state.keys.rows();
   if (saved.grown) {
-    saved.keys = state.keys;
-    saved.values = state.values;
-    saved.scaled_keys = state.scaled_keys;
-    try {
-      state.resize_rows(rows);
-    } catch (...) {
-      restore_layer(state, saved);  // the arrays resized so far
-      throw;
-    }
+    // The old arrays move here, the state gets grown copies: one copy, as a plain resize.
+    const std::size_t d = state.m.size();
+    ChannelBlockedRows keys = state.keys.resized(rows, d);
+    ChannelBlockedRows values = state.values.resized(rows, d);
+    ChannelBlockedRows scaled_keys = state.scaled_keys.resized(rows, d);
+    saved.keys = std::exchange(state.keys, std::move(keys));
+    saved.values = std::exchange(state.values, std::move(values));
+    saved.scaled_keys = std::exchange(state.scaled_keys, std::move(scaled_keys));
     return;
   }
   // The rows of positions [position, position + n): each once (a ring reuses them).
@@ -76,7 +76,7 @@ void StateRollback::save_scaled(std::size_t layer, std::size_t block) {
   if (saved.grown || saved.scaled_saved[block]) return;
   const Blocks& scaled = state_->layers[layer].scaled_keys;
   const float* from = scaled.row(0, block);
-  saved.scaled_blocks[block].assign(from, from + scaled.rows() * Blocks::kBlock);
+  saved.scaled_blocks[block].assign(from, from + saved.rows_in_use * Blocks::kBlock);
   saved.scaled_saved[block] = 1;
 }
 

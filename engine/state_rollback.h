@@ -46,7 +46,9 @@ class StateRollback {
     // Otherwise: the rows the call writes (each: keys, values, scaled keys, block by block) ...
     std::vector<std::size_t> rows;
     AlignedFloats row_values;
-    // ... and the scaled keys of the blocks whose frame the call raised, each block whole.
+    // ... and the scaled keys of the blocks whose frame the call raised, each block's first
+    // rows_in_use rows (the rows the call's positions can read; AFT-full has more).
+    std::size_t rows_in_use = 0;
     std::vector<char> scaled_saved;
     std::vector<AlignedFloats> scaled_blocks;
   };
