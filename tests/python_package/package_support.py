@@ -28,3 +28,16 @@ def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
     logits = np.fromfile(FIXTURES_DIR / expected["logits_file"], dtype="<f4")
     return FIXTURES_DIR / expected["model"], expected["tokens"], logits.reshape(expected["logits_shape"])
 
+
+def assert_rows_close(got: np.ndarray, want: np.ndarray, rel: float = 1e-5) -> None:
+    """Paths that agree within float rounding (a prompt at once, token by token): in every row of
+    logits, the largest difference relative to the row's largest logit in magnitude, as the C++
+    tests measure it (tests/logit_error.h). An absolute bound fails on rounding alone where logits
+    are large: 1.1e-5 on logits near 10 on an AVX2 machine."""
+    got = np.atleast_2d(got).astype(np.float64)
+    want = np.atleast_2d(want).astype(np.float64)
+    assert got.shape == want.shape, f"shapes {got.shape} and {want.shape}"
+    diff = np.abs(got - want).max(axis=1)
+    scale = np.maximum(np.abs(want).max(axis=1), 1e-30)
+    worst = float((diff / scale).max())
+    assert worst <= rel, f"largest difference {worst:.3g} of the row's largest logit (at most {rel:g})"

@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from package_support import SHIPPED_MODEL, aft, fixture
+from package_support import SHIPPED_MODEL, aft, assert_rows_close, fixture
 
 # One model of each mixer, with their fixture tokens (the shipped one: text).
 MODELS = ("simple", "local", "conv", "full_table")
@@ -25,7 +25,7 @@ class EvalTest(unittest.TestCase):
                     at_once = aft.Session(model).eval(tokens, logits="all")
                     one_by_one = token_by_token(aft.Session(model), tokens)
                     again = token_by_token(aft.Session(model, n_threads=1), tokens)
-                np.testing.assert_allclose(at_once, one_by_one, atol=1e-5, rtol=0)
+                assert_rows_close(at_once, one_by_one)
                 np.testing.assert_array_equal(one_by_one, again)
 
     def test_last_none_and_position(self):
@@ -37,7 +37,7 @@ class EvalTest(unittest.TestCase):
             last = session.eval(tokens[5:], logits="last")
             self.assertEqual(last.shape, (85,))
             self.assertEqual(session.position, len(tokens))
-            np.testing.assert_allclose(last, all_rows[-1], atol=1e-5, rtol=0)
+            assert_rows_close(last, all_rows[-1])
             session.reset()
             self.assertEqual(session.position, 0)
             np.testing.assert_array_equal(session.eval(tokens, logits="all"), all_rows)
