@@ -23,7 +23,7 @@ namespace aft {
 class StateRollback {
  public:
   // Before a call of n tokens from state.position: gives every layer the rows the call's positions
-  // need (MixerState::reserve_rows) and saves what the call will overwrite. On an exception (out
+  // need (MixerState::rows_for) and saves what the call will overwrite. On an exception (out
   // of memory) the state is as it was.
   void begin(SessionState& state, std::size_t n);
   // Before the call first changes the scaled keys of channel block `block` of layer `layer` (in
