@@ -102,6 +102,20 @@ std::vector<std::vector<unsigned char>> state_bytes(const Sessions& sessions) {
   return all;
 }
 
+// Sessions made anew from saved states, rather than by evaluating their prefix again before every
+// failure point.
+MakeSessions restoring(const aft_model* model, int threads,
+                       std::vector<std::vector<unsigned char>> states) {
+  return [model, threads, states] {
+    Sessions sessions;
+    for (const std::vector<unsigned char>& state : states) {
+      sessions.push_back(new_session(model, threads));
+      EXPECT_EQ(aft_session_state_load(sessions.back().get(), state.data(), state.size()), AFT_OK);
+    }
+    return sessions;
+  };
+}
+
 // Fails allocation k = 1, 2, ... of the call until it succeeds; returns how many failed.
 int expect_failures_change_nothing(const MakeSessions& make, const Call& call) {
   std::vector<float> want;
@@ -161,16 +175,13 @@ class RollbackTest : public ::testing::TestWithParam<Case> {
 
   // A session at position `at` (its window full for the local and conv models).
   MakeSessions at(std::size_t at, std::size_t count = 1) const {
-    return [this, at, count] {
-      Sessions sessions;
-      for (std::size_t i = 0; i < count; ++i) {
-        sessions.push_back(new_session(model_.get(), GetParam().threads));
-        if (at > 0)
-          eval(sessions.back().get(), model_.get(), token_sequence(at, 256, 3 + i),
-               AFT_LOGITS_NONE);
-      }
-      return sessions;
-    };
+    Sessions sessions;
+    for (std::size_t i = 0; i < count; ++i) {
+      sessions.push_back(new_session(model_.get(), GetParam().threads));
+      if (at > 0)
+        eval(sessions.back().get(), model_.get(), token_sequence(at, 256, 3 + i), AFT_LOGITS_NONE);
+    }
+    return restoring(model_.get(), GetParam().threads, state_bytes(sessions));
   }
 
   TempFile file_{"rollback"};
@@ -230,12 +241,10 @@ TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
     write_random_model(file.path(), config);
     ModelHandle model = load_model(file.path());
     const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
-    const MakeSessions make = [&] {
-      Sessions sessions;
-      sessions.push_back(new_session(model.get(), 2));
-      eval(sessions.back().get(), model.get(), token_sequence(12, 256, 4), AFT_LOGITS_NONE);
-      return sessions;
-    };
+    Sessions prefix;
+    prefix.push_back(new_session(model.get(), 2));
+    eval(prefix.back().get(), model.get(), token_sequence(12, 256, 4), AFT_LOGITS_NONE);
+    const MakeSessions make = restoring(model.get(), 2, state_bytes(prefix));
     EXPECT_GT(expect_failures_change_nothing(
                   make, eval_call(token_sequence(1, 256, 9), AFT_LOGITS_LAST, vocab)),
               0);
