@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes an aft model file (docs/format.md) from random weights or from a trainer checkpoint.
 
-    # random weights from a config file, or from a reference configuration (docs: performance.md)
+    # random weights from a config file, or from a reference configuration (docs/benchmarks.md)
     /usr/bin/python3 tools/aft_export.py --random --config cfg.json --seed 1 --out m.aft
     /usr/bin/python3 tools/aft_export.py --random --preset tiny --mixer conv --out tiny-conv.aft
     /usr/bin/python3 tools/aft_export.py --random --preset tiny --set full_bias=factorized \\

@@ -17,7 +17,7 @@ oversubscribe the cores):
   per token: n timed steps after c untimed ones.
 
 Reports mean +- stddev over r repetitions after one warm-up, per thread count, and the best
-thread count per test (docs/performance.md compares against the best of 1 and 2 threads).
+thread count per test (docs/benchmarks.md).
 Exit status: 0 success, 1 an error, 2 bad usage.
 """
 

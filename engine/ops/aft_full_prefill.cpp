@@ -5,8 +5,8 @@
 //   F[t', c] = exp(K[t', c] - kappa_j(c))   kappa_j(c): channel c's largest key in the block
 //   N_j | D_j = E @ (F * V | F)             one product per key block and channel block
 // give the partial state (m, a, b) = (rho_j(t) + kappa_j(c), N_j, D_j), merged over the key blocks
-// as the streaming accumulator's states merge (docs/aft-math.md). E and F are at most 1: nothing
-// overflows. Entries of E past the diagonal (t' > t) are 0.
+// as the streaming accumulator's states merge (docs/aft-math.md, "Prefill"). E and F are at most
+// 1: nothing overflows. Entries of E past the diagonal (t' > t) are 0.
 //
 // Threads: each channel block is computed by one thread, its products by the single-threaded gemm,
 // in the same shapes whatever the number of threads: results are bit-identical for any count.

@@ -1,8 +1,9 @@
-// Merging two states of the streaming AFT accumulator (docs/aft-math.md): (m, a, b) and a partial
-// (pm, pa, pb) over other positions give the state over both, with one exp. The merge is
-// associative (up to rounding), which lets a prefill compute parts of a sequence apart. In float64,
-// as the accumulator keeps its sums (kernels.h, aft_accumulate_f32): a session's sums merged with
-// a prompt's partial sums stay as exact as if the prompt had been decoded.
+// Merging two states of the streaming AFT accumulator (docs/aft-math.md, "Merging two states"):
+// (m, a, b) and a partial (pm, pa, pb) over other positions give the state over both, with one
+// exp. The merge is associative (up to rounding), which lets a prefill compute parts of a sequence
+// apart. In float64, as the accumulator keeps its sums (kernels.h, aft_accumulate_f32): a
+// session's sums merged with a prompt's partial sums stay as exact as if the prompt had been
+// decoded.
 #pragma once
 
 #include <cstddef>
