@@ -127,8 +127,8 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertEqual(fork.position, len(tokens))
 
     def test_library_not_found(self):
-        code = "import sys; sys.path.insert(0, 'python'); import aft; aft.Model('x.aft')"
-        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, capture_output=True,
+        code = "import aft; aft.Model('x.aft')"
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR / "python", capture_output=True,
                                 text=True, env={**os.environ, "AFT_LIBRARY": "no/libaft.so"})
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("AftError: AFT_LIBRARY is no/libaft.so, which is not a file", result.stderr)
