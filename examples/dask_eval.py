@@ -30,11 +30,9 @@ from pathlib import Path
 import numpy as np
 from distributed import Client, LocalCluster, WorkerPlugin, get_worker
 
-try:
-    import aft
-except ImportError:  # run from a checkout: the package is python/aft
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-    import aft
+# Installed, or from a checkout through the link examples/aft -> ../python/aft (Python puts this
+# script's directory first on its path, and so does every worker process it starts).
+import aft
 
 DEFAULT_WINDOW = 1024  # for models without a position limit
 LN2 = math.log(2.0)

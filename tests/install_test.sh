@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build to a temporary prefix and uses it as a user would: the library's exported
-# symbols, the installed tools, and the examples built against the installed copy with CMake
-# (find_package) and with pkg-config (examples/Makefile), each linking libaft.so and libaft.a, run
-# from outside the source tree.
+# symbols, the installed tools, the examples built against the installed copy with CMake
+# (find_package) and with pkg-config (examples/Makefile), each linking libaft.so and libaft.a, and
+# the Python package, installed by CMake and by pip in a fresh venv, all run from outside the source
+# tree.
 # Usage: tests/install_test.sh BUILD_DIR SOURCE_DIR C_COMPILER CXX_COMPILER
 set -euo pipefail
 build=$(realpath "$1")
@@ -64,6 +65,30 @@ CPP
 "$cxx" -std=c++17 -I"$prefix/include" mixed.cpp "$prefix/lib/libaft.a" -ldnnl -lgomp -o mixed ||
   fail "a C++ program with its own inline copies does not link with libaft.a"
 ./mixed || fail "the C++ program linked with libaft.a failed"
+
+# The Python package: `import aft` finds the library installed with it, with no AFT_LIBRARY.
+python_generates() {  # $1: where the loaded library must lie; the rest: a command running Python
+  local want=$1 out
+  shift
+  out=$(env -u AFT_LIBRARY "$@" -c 'import sys, aft
+print(aft.library_path())
+print("".join(aft.generate(aft.Model(sys.argv[1]), "The jury said", 24)))' "$model") ||
+    fail "import aft and generate failed: $*"
+  [[ $(head -n 1 <<< "$out") == "$want"* ]] || fail "aft loaded $(head -n 1 <<< "$out"), not the library in $want"
+  [ "$(tail -n +2 <<< "$out" | wc -c)" -gt 10 ] || fail "aft.generate generated no text: $*"
+}
+pydir=$(sed -n 's/^AFT_INSTALL_PYTHONDIR:PATH=//p' "$build/CMakeCache.txt")
+[ -f "$prefix/$pydir/aft/_install_location.py" ] || fail "the Python package is not installed in $pydir"
+python_generates "$prefix/lib/" env PYTHONPATH="$prefix/$pydir" /usr/bin/python3
+# pip, offline as docs/python.md says, in a venv that the library is then installed into. pip builds
+# in the source tree: a copy of it.
+/usr/bin/python3 -m venv --system-site-packages venv || fail "python3 -m venv failed (python3-venv)"
+cp -r "$source/python" python
+venv/bin/pip install --no-index --no-build-isolation ./python > pip.log 2>&1 ||
+  fail "pip install of the package failed (python3-wheel?): $(cat pip.log)"
+cmake --install "$build" --prefix "$work/venv" > /dev/null
+python_generates "$work/venv/lib/" venv/bin/python
+echo "install_test: the Python package, installed by CMake and by pip: ok"
 
 cp -r "$source/examples" "$work/src"
 run_examples() {  # $1: directory of the built examples, $2: what links libaft.so, if any

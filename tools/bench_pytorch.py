@@ -4,7 +4,7 @@
     /usr/bin/python3 tools/bench_pytorch.py MODEL [-p 512] [-n 32] [-c 16,128,256] [-t 1,2]
         [-r 3] [-o md|json]
 
-Loads the .aft file (tools/aftfile.py) into models/aft_lm.py's AftLM and measures, under
+Loads the .aft file (aft.modelfile) into aft.reference's AftLM and measures, under
 torch.inference_mode, for each thread count (each in its own process, with OMP_NUM_THREADS and
 OPENBLAS_NUM_THREADS set to it: PyTorch's OpenMP pool and OpenBLAS's threads otherwise
 oversubscribe the cores):
@@ -13,7 +13,7 @@ oversubscribe the cores):
   every position, as a training-style forward does);
 * rerun @ c: decoding by re-running the whole prefix for each new token, as labml's sampler does:
   one forward of c tokens per generated token (tokens/s = 1 / time), at each context length c;
-* stream @ c: decoding with AftStream (models/aft_lm.py), the per-layer running state, one step
+* stream @ c: decoding with AftStream (aft.reference), the per-layer running state, one step
   per token: n timed steps after c untimed ones.
 
 Reports mean +- stddev over r repetitions after one warm-up, per thread count, and the best
@@ -32,11 +32,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-REPO_DIR = Path(__file__).resolve().parent.parent
-for directory in (REPO_DIR / "tools", REPO_DIR / "models"):
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
 
 
 def int_list(text: str) -> list[int]:
@@ -61,9 +56,9 @@ def cpu_model() -> str:
 
 def load_model(path: str):
     import torch
-    import aftfile
-    from aft_lm import AftLM
-    contents = aftfile.read_file(path)
+    from aft.modelfile import read_file
+    from aft.reference import AftLM
+    contents = read_file(path)
     model = AftLM(contents.config)
     state = {name: torch.from_numpy(array.copy()) for name, array in contents.tensors.items()}
     model.load_state_dict(state)
@@ -84,7 +79,7 @@ def timed(run, repetitions: int) -> list[float]:
 def worker(args) -> dict:
     """All tests with the thread count of this process's environment."""
     import torch
-    from aft_lm import AftStream, max_positions
+    from aft.reference import AftStream, max_positions
     torch.set_num_threads(args.threads)
     model, config = load_model(args.model)
     limit = max_positions(config)

@@ -10,6 +10,7 @@ packages=(
   clang libomp-dev libclang-rt-14-dev  # tests/run.sh's ThreadSanitizer build (OpenMP: libomp and its archer tool)
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
   python3-distributed  # examples/dask_eval.py
+  python3-venv python3-wheel  # tests/install_test.sh: pip installs the package in a venv, offline
 )
 
 missing=()

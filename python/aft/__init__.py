@@ -4,8 +4,11 @@
     with aft.Model("model.aft") as model, aft.Session(model) as session:
         logits = session.eval(model.tokenize("The jury"), logits="last")
 
-The library is found through the AFT_LIBRARY environment variable (a path), else where the
-dynamic linker looks. docs/python.md describes the package.
+The library is found through the AFT_LIBRARY environment variable (a path), else where
+`cmake --install` put it beside this package, else in the build tree of the checkout this package is
+in, else where the dynamic linker looks. Modules beside the binding, imported only when asked for:
+modelfile (the model file, numpy only) and, with PyTorch, reference, export, train, importers and
+eval_reference. docs/python.md describes the package.
 """
 
 from __future__ import annotations

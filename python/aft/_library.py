@@ -174,26 +174,53 @@ class Library:
         return buffer
 
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The build trees of a checkout whose python/aft this package is: docs/python.md's, then tests/run.sh's.
+CHECKOUT_BUILDS = ("build", "build-tests-release")
+
+
+def _beside_package() -> list[Path]:
+    """The library `cmake --install` put beside this package: its place relative to the package is
+    in _install_location.py, which only that install writes."""
+    try:
+        from ._install_location import LIBRARY
+    except ImportError:
+        return []
+    return [Path(os.path.normpath(PACKAGE_DIR / LIBRARY))]
+
+
+def _checkout_builds() -> list[Path]:
+    """The libraries built in the source checkout this package was imported from, if it was."""
+    repository = PACKAGE_DIR.parent.parent
+    if PACKAGE_DIR.parent.name != "python" or not (repository / "engine" / "include" / "aft.h").is_file():
+        return []
+    return [repository / build / "engine" / "libaft.so" for build in CHECKOUT_BUILDS]
+
+
 def _installed_candidates() -> list[Path]:
     return [Path(sys.prefix) / "lib" / "libaft.so", Path("/usr/local/lib/libaft.so")]
 
 
 def find_library_path() -> str:
-    """AFT_LIBRARY (a path) if set, else what the dynamic linker finds, else the install dirs."""
+    """AFT_LIBRARY (a path) if set; else the library installed beside the package, a build of the
+    checkout the package is in, what the dynamic linker finds, the install dirs; the first found."""
     configured = os.environ.get("AFT_LIBRARY")
     if configured:
         if not os.path.isfile(configured):
             raise AftError(None, f"AFT_LIBRARY is {configured}, which is not a file")
         return configured
+    for candidate in _beside_package() + _checkout_builds():
+        if candidate.is_file():
+            return str(candidate)
     found = ctypes.util.find_library("aft")
     if found:
         return found
     for candidate in _installed_candidates():
         if candidate.is_file():
             return str(candidate)
-    raise AftError(None, "libaft not found: set AFT_LIBRARY to the path of libaft.so (a build "
-                         "makes it with `cmake --build build --target aft_shared`, in "
-                         "build/engine/) or install it where the dynamic linker looks")
+    raise AftError(None, "libaft not found: build it (`cmake --build build --target aft_shared`: "
+                         "the checkout's build/engine/libaft.so is found by itself), install it "
+                         "(`cmake --install build`), or set AFT_LIBRARY to the path of libaft.so")
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,16 +9,17 @@ that once crashed a target live beside them as crash-* files and are kept.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+# The package through the link tests/fuzz/aft -> ../../python/aft: Python puts this script's
+# directory first on its path.
+import aft
+from aft import modelfile
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path[:0] = [str(REPO / "tools"), str(REPO / "python")]
-
-import aftfile  # noqa: E402
 
 
 def config(**overrides) -> dict:
@@ -45,9 +46,9 @@ MODELS = {
 def model_bytes(cfg: dict, tokenizer: dict, dtype: str, seed: int) -> bytes:
     rng = np.random.default_rng(seed)
     tensors = [(name, rng.normal(0, 0.5, shape).astype(np.float32))
-               for name, shape in aftfile.expected_tensors(cfg)]
-    return aftfile.encode_file(cfg, tokenizer, tensors, {"producer": "make_seeds.py"},
-                               aftfile.file_dtypes(tensors, dtype))
+               for name, shape in modelfile.expected_tensors(cfg)]
+    return modelfile.encode_file(cfg, tokenizer, tensors, {"producer": "make_seeds.py"},
+                               modelfile.file_dtypes(tensors, dtype))
 
 
 def write(target: str, name: str, data: bytes) -> None:
@@ -61,7 +62,7 @@ def main() -> None:
     # One fixture as it is: the real exporter's header and tensors.
     write("model", "conv_q8_0.aft", (REPO / "tests/fixtures/conv_q8_0.aft").read_bytes())
     for fixture in ("full_factorized", "local_learned_char", "conv_sinusoidal_gelu"):
-        header = aftfile.read_file(REPO / f"tests/fixtures/{fixture}.aft")
+        header = modelfile.read_file(REPO / f"tests/fixtures/{fixture}.aft")
         write("config", fixture + ".json", json.dumps(header.config).encode())
 
     texts = {
@@ -75,7 +76,6 @@ def main() -> None:
     for name, text in texts.items():
         write("tokenizer", name, text)
 
-    import aft
     for fixture in ("simple", "local", "conv", "full_table"):
         with aft.Model(REPO / f"tests/fixtures/{fixture}.aft") as model, \
                 aft.Session(model, n_threads=1) as session:

@@ -1,4 +1,4 @@
-"""bf16 and q8_0 tensors in tools/aftfile.py and tools/aft_export.py (docs/format.md, "Tensor data
+"""bf16 and q8_0 tensors in aft.modelfile and aft.export (docs/format.md, "Tensor data
 types"): the contract's exact bits on hand-computed values, the round trip through a file, which
 tensors a converted file converts, and the refusals. ExportMatchesAftQuantize also runs the engine's
 aft-quantize (its path in AFT_QUANTIZE; CTest sets it) and checks that both write the same bytes.
@@ -13,21 +13,14 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-REPO_DIR = Path(__file__).resolve().parent.parent.parent
-for directory in (REPO_DIR / "tools", REPO_DIR / "models"):
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import aft_export  # noqa: E402
-import aftfile  # noqa: E402
-from aftfile import FormatError  # noqa: E402
+from aft import export, modelfile
+from aft.modelfile import FormatError
 
 
 def f32(bits: int) -> np.float32:
@@ -52,7 +45,7 @@ def small_config(**overrides) -> dict:
 
 class Q8_0Quantization(unittest.TestCase):
     def quantize(self, *values):
-        quants, scales = aftfile.quantize_q8_0(block(*values))
+        quants, scales = modelfile.quantize_q8_0(block(*values))
         return list(quants[0, :len(values)]), scales[0, 0]
 
     def test_ties_go_to_even(self):  # amax 127: d = 1 exactly
@@ -74,7 +67,7 @@ class Q8_0Quantization(unittest.TestCase):
         self.assertEqual(quants, [127, 62, -62, 64, 32])  # 0.5 / d = 63.5 -> 64; 31.75 -> 32
 
     def test_zero_blocks(self):
-        quants, scales = aftfile.quantize_q8_0(np.concatenate(
+        quants, scales = modelfile.quantize_q8_0(np.concatenate(
             [block(), -block(), block(3.0)], axis=1))
         self.assertEqual(scales.shape, (1, 3))
         self.assertEqual(scales.view(np.uint32).tolist(), [[0, 0, 0x3CC18306]])  # +0, +0, 3/127
@@ -92,10 +85,10 @@ class Q8_0Quantization(unittest.TestCase):
 
     def test_rows_and_dequantization(self):
         x = np.arange(-64, 64, dtype=np.float32).reshape(2, 64) / np.float32(8)
-        quants, scales = aftfile.quantize_q8_0(x)
+        quants, scales = modelfile.quantize_q8_0(x)
         self.assertEqual((quants.shape, scales.shape), ((2, 64), (2, 2)))
         self.assertEqual(scales[0, 0], np.float32(8) / np.float32(127))
-        values = aftfile.dequantize_q8_0(quants, scales)
+        values = modelfile.dequantize_q8_0(quants, scales)
         self.assertEqual(values.dtype, np.float32)
         expected = (quants.reshape(-1, 32).astype(np.float32) * scales.reshape(-1, 1)).reshape(2, 64)
         self.assertTrue(np.array_equal(values, expected))
@@ -108,7 +101,7 @@ class Q8_0Quantization(unittest.TestCase):
                            (block(np.nan), "NaN or infinity (at flat index 0)"),
                            (block(1, -np.inf), "NaN or infinity (at flat index 1)")):
             with self.subTest(words), self.assertRaisesRegex(FormatError, re.escape(words)):
-                aftfile.quantize_q8_0(bad)
+                modelfile.quantize_q8_0(bad)
 
 
 class Bf16Conversion(unittest.TestCase):
@@ -123,9 +116,9 @@ class Bf16Conversion(unittest.TestCase):
                  0x00008000: 0x0000,  # a subnormal tie
                  0x7F7F7FFF: 0x7F7F}  # the largest value that stays finite
         bits = np.array(list(cases), dtype=np.uint32)
-        halves = aftfile.f32_to_bf16(bits.view(np.float32))
+        halves = modelfile.f32_to_bf16(bits.view(np.float32))
         self.assertEqual([hex(h) for h in halves], [hex(h) for h in cases.values()])
-        widened = aftfile.bf16_to_f32(halves)
+        widened = modelfile.bf16_to_f32(halves)
         self.assertEqual(widened.view(np.uint32).tolist(), [int(h) << 16 for h in halves])
 
     def test_refusals(self):
@@ -133,26 +126,26 @@ class Bf16Conversion(unittest.TestCase):
                              (f32(0x7F7F8000), "rounds to infinity"),
                              (-f32(0x7F7FFFFF), "rounds to infinity")):
             with self.subTest(value), self.assertRaisesRegex(FormatError, words):
-                aftfile.f32_to_bf16(np.array([1.0, value], dtype=np.float32), "tensor \"w\"")
+                modelfile.f32_to_bf16(np.array([1.0, value], dtype=np.float32), "tensor \"w\"")
 
 
 class ConvertedFiles(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.config = small_config()
-        self.state_dict = aft_export.random_model(self.config, 3).state_dict()
-        self.tokenizer = aft_export.make_tokenizer(256)
+        self.state_dict = export.random_model(self.config, 3).state_dict()
+        self.tokenizer = export.make_tokenizer(256)
 
     def tearDown(self):
         self.dir.cleanup()
 
-    def write(self, dtype: str, config=None) -> aftfile.ModelFileContents:
+    def write(self, dtype: str, config=None) -> modelfile.ModelFileContents:
         path = Path(self.dir.name) / f"{dtype}.aft"
         config = config or self.config
         state_dict = self.state_dict if config is self.config else \
-            aft_export.random_model(config, 3).state_dict()
-        aft_export.write_model(path, config, state_dict, self.tokenizer, {"test": 1}, dtype)
-        return aftfile.read_file(path)
+            export.random_model(config, 3).state_dict()
+        export.write_model(path, config, state_dict, self.tokenizer, {"test": 1}, dtype)
+        return modelfile.read_file(path)
 
     def test_q8_0_round_trip(self):
         contents = self.write("q8_0")
@@ -166,12 +159,12 @@ class ConvertedFiles(unittest.TestCase):
             converted.append(entry.name)
             self.assertEqual(entry.dtype, "q8_0")
             quants, scales = contents.planes[entry.name]
-            expected_quants, expected_scales = aftfile.quantize_q8_0(original)
+            expected_quants, expected_scales = modelfile.quantize_q8_0(original)
             self.assertTrue(np.array_equal(quants, expected_quants), entry.name)
             self.assertTrue(np.array_equal(scales.view(np.uint32),
                                            expected_scales.view(np.uint32)), entry.name)
             values = contents.tensors[entry.name]
-            self.assertTrue(np.array_equal(values, aftfile.dequantize_q8_0(quants, scales)))
+            self.assertTrue(np.array_equal(values, modelfile.dequantize_q8_0(quants, scales)))
             bound = np.repeat(scales.reshape(-1), 32).reshape(values.shape) / 2
             self.assertTrue((np.abs(values - original) <= bound).all(), entry.name)
         expected = [f"layers.{i}.{part}.weight" for i in range(2)
@@ -185,12 +178,12 @@ class ConvertedFiles(unittest.TestCase):
         for entry in contents.entries:
             original = self.state_dict[entry.name].numpy()
             if entry.dtype == "f32":
-                self.assertFalse(aftfile.LINEAR_WEIGHT.fullmatch(entry.name), entry.name)
+                self.assertFalse(modelfile.LINEAR_WEIGHT.fullmatch(entry.name), entry.name)
                 self.assertTrue(np.array_equal(contents.tensors[entry.name], original), entry.name)
                 continue
             converted += 1
             (halves,) = contents.planes[entry.name]
-            self.assertTrue(np.array_equal(halves, aftfile.f32_to_bf16(original)))
+            self.assertTrue(np.array_equal(halves, modelfile.f32_to_bf16(original)))
             self.assertEqual(entry.nbytes, original.nbytes // 2)
             error = np.abs(contents.tensors[entry.name] - original)
             self.assertTrue((error <= np.abs(original) * 2.0 ** -8).all(), entry.name)
@@ -213,39 +206,39 @@ class ConvertedFiles(unittest.TestCase):
         config_file.write_text(json.dumps(self.config))
         out = Path(self.dir.name) / "cli.aft"
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(aft_export.main(["--random", "--config", str(config_file), "--seed", "3",
+            self.assertEqual(export.main(["--random", "--config", str(config_file), "--seed", "3",
                                               "--dtype", "q8_0", "--out", str(out)]), 0)
             with self.assertRaises(SystemExit) as exit_:
-                aft_export.main(["--random", "--config", str(config_file), "--dtype", "q4_0",
+                export.main(["--random", "--config", str(config_file), "--dtype", "q4_0",
                                  "--out", str(out)])
         self.assertEqual(exit_.exception.code, 2)
-        contents = aftfile.read_file(out)
+        contents = modelfile.read_file(out)
         self.assertEqual(contents.metadata["dtype"], "q8_0")
         self.assertEqual(dict((e.name, e.dtype) for e in contents.entries)["head.weight"], "q8_0")
 
     def test_writer_refusals(self):
         out = Path(self.dir.name) / "refused.aft"
         with self.assertRaisesRegex(FormatError, "dtype: expected one of f32, bf16, q8_0, found 'f16'"):
-            aft_export.write_model(out, self.config, self.state_dict, self.tokenizer, dtype="f16")
-        tensors = aft_export.model_tensors(self.config, self.state_dict)
+            export.write_model(out, self.config, self.state_dict, self.tokenizer, dtype="f16")
+        tensors = export.model_tensors(self.config, self.state_dict)
         with self.assertRaisesRegex(FormatError, 'tensor "norm.weight": dtype "q8_0" needs a 2-D'):
-            aftfile.encode_file(self.config, self.tokenizer, tensors, dtypes={"norm.weight": "q8_0"})
+            modelfile.encode_file(self.config, self.tokenizer, tensors, dtypes={"norm.weight": "q8_0"})
         with self.assertRaisesRegex(FormatError, "dtypes: no such tensor"):
-            aftfile.encode_file(self.config, self.tokenizer, tensors, dtypes={"nope": "bf16"})
+            modelfile.encode_file(self.config, self.tokenizer, tensors, dtypes={"nope": "bf16"})
         tensors = [(name, np.full_like(array, np.inf) if name == "head.weight" else array)
                    for name, array in tensors]
         with self.assertRaisesRegex(FormatError, 'tensor "head.weight": contains NaN or infinity'):
-            aftfile.encode_file(self.config, self.tokenizer, tensors,
-                                dtypes=aftfile.file_dtypes(tensors, "bf16"))
+            modelfile.encode_file(self.config, self.tokenizer, tensors,
+                                dtypes=modelfile.file_dtypes(tensors, "bf16"))
         self.assertFalse(out.exists())
 
 
 class ReaderRefusals(unittest.TestCase):
     def setUp(self):
         config = small_config()
-        state_dict = aft_export.random_model(config, 1).state_dict()
-        self.data = aftfile.encode_file(config, aft_export.make_tokenizer(256),
-                                        aft_export.model_tensors(config, state_dict),
+        state_dict = export.random_model(config, 1).state_dict()
+        self.data = modelfile.encode_file(config, export.make_tokenizer(256),
+                                        export.model_tensors(config, state_dict),
                                         dtypes={"head.weight": "q8_0"})
 
     def rewrite_entry(self, **fields) -> bytes:
@@ -261,7 +254,7 @@ class ReaderRefusals(unittest.TestCase):
                 + bytes(start - 24 - len(text)) + self.data[start:])
 
     def test_valid_file_reads(self):
-        contents = aftfile.decode_file(self.data)
+        contents = modelfile.decode_file(self.data)
         self.assertEqual(contents.entries[-2].name, "head.weight")
         self.assertEqual(contents.entries[-2].dtype, "q8_0")
         self.assertEqual(contents.entries[-2].nbytes, 256 * 64 * 9 // 8)
@@ -276,7 +269,7 @@ class ReaderRefusals(unittest.TestCase):
                  (dict(shape=[512, 32]), 'tensor "head.weight": expected shape [256, 64], found [512, 32]'))
         for fields, words in cases:
             with self.subTest(fields), self.assertRaisesRegex(FormatError, re.escape(words)):
-                aftfile.decode_file(self.rewrite_entry(**fields))
+                modelfile.decode_file(self.rewrite_entry(**fields))
 
 
 @unittest.skipUnless(os.environ.get("AFT_QUANTIZE"), "set AFT_QUANTIZE to aft-quantize's path")
@@ -288,7 +281,7 @@ class ExportMatchesAftQuantize(unittest.TestCase):
             config_file.write_text(json.dumps(small_config()))
             for dtype in ("f32", "bf16", "q8_0"):
                 with contextlib.redirect_stderr(io.StringIO()):
-                    self.assertEqual(aft_export.main(["--random", "--config", str(config_file),
+                    self.assertEqual(export.main(["--random", "--config", str(config_file),
                                                       "--seed", "7", "--dtype", dtype,
                                                       "--out", str(directory / f"{dtype}.aft")]), 0)
             for dtype in ("bf16", "q8_0"):
@@ -296,8 +289,8 @@ class ExportMatchesAftQuantize(unittest.TestCase):
                     converted = directory / f"quantized-{dtype}.aft"
                     subprocess.run([os.environ["AFT_QUANTIZE"], str(directory / "f32.aft"),
                                     str(converted), dtype], check=True)
-                    exported = aftfile.read_file(directory / f"{dtype}.aft")
-                    quantized = aftfile.read_file(converted)
+                    exported = modelfile.read_file(directory / f"{dtype}.aft")
+                    quantized = modelfile.read_file(converted)
                     self.assertEqual(quantized.metadata["dtype"], dtype)
                     self.assertEqual(quantized.config, exported.config)
                     self.assertEqual([(e.name, e.dtype, e.shape, e.nbytes, e.crc32)

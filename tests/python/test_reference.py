@@ -1,5 +1,5 @@
-"""Tests of the Python side: the PyTorch reference (models/aft_lm.py), the file writer/reader
-(tools/aftfile.py, tools/aft_export.py) and the golden fixtures (tests/fixtures).
+"""Tests of the Python side: the PyTorch reference (aft.reference), the file writer/reader
+(aft.modelfile, aft.export) and the golden fixtures (tests/fixtures).
 
     /usr/bin/python3 -m unittest discover -s tests/python
 """
@@ -16,20 +16,17 @@ import tempfile
 import unittest
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from aft import export, modelfile
+from aft.modelfile import FormatError
+from aft.reference import AftLM, AftStream, causal_weighted_average, sinusoidal_encoding
+
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
-for directory in (REPO_DIR / "tools", REPO_DIR / "models", REPO_DIR / "tests" / "fixtures"):
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-import aft_export  # noqa: E402
-import aftfile  # noqa: E402
+# make_fixtures is a script, not a module of the package: it is imported from its directory.
+sys.path.insert(0, str(REPO_DIR / "tests" / "fixtures"))
 import make_fixtures  # noqa: E402
-from aft_lm import (AftLM, AftStream, causal_weighted_average, default_config,  # noqa: E402
-                    sinusoidal_encoding)
-from aftfile import FormatError  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -60,7 +57,7 @@ class ParallelMatchesNaive(unittest.TestCase):
     def test_every_variant(self):
         for seed, (name, config) in enumerate(all_variant_configs().items()):
             with self.subTest(variant=name):
-                model = aft_export.random_model(config, seed)
+                model = export.random_model(config, seed)
                 tokens = random_tokens(config["vocab_size"], 40, seed)
                 with torch.no_grad():
                     logits = model(tokens)
@@ -70,7 +67,7 @@ class ParallelMatchesNaive(unittest.TestCase):
 
     def test_batch_rows_are_independent(self):
         config = all_variant_configs()["conv"]
-        model = aft_export.random_model(config, 3)
+        model = export.random_model(config, 3)
         batch = torch.stack([random_tokens(config["vocab_size"], 24, seed) for seed in range(3)])
         with torch.no_grad():
             together = model(batch)
@@ -133,7 +130,7 @@ class Stability(unittest.TestCase):
         for name in ("local", "conv", "full_table"):
             with self.subTest(variant=name):
                 config = all_variant_configs()[name]
-                model = aft_export.random_model(config, 11)
+                model = export.random_model(config, 11)
                 generator = torch.Generator().manual_seed(5)
                 with torch.no_grad():
                     for layer in model.layers:
@@ -158,22 +155,22 @@ class FileRoundTrip(unittest.TestCase):
 
     def export(self, name: str, seed: int = 0) -> tuple[Path, dict, dict, dict]:
         config, tokenizer = make_fixtures.fixture_config(name)
-        state_dict = aft_export.random_model(config, seed).state_dict()
+        state_dict = export.random_model(config, seed).state_dict()
         path = self.dir / f"{name}.aft"
-        aft_export.write_model(path, config, state_dict, tokenizer, {"test": True})
+        export.write_model(path, config, state_dict, tokenizer, {"test": True})
         return path, config, state_dict, tokenizer
 
     def test_round_trip_every_variant(self):
         for name in make_fixtures.FIXTURES:
             with self.subTest(variant=name):
                 path, config, state_dict, tokenizer = self.export(name)
-                contents = aftfile.read_file(path)
+                contents = modelfile.read_file(path)
                 self.assertEqual(contents.config, config)
                 self.assertEqual(contents.tokenizer, tokenizer)
                 self.assertEqual(contents.metadata, {"producer": "aft-export", "test": True})
                 self.assertEqual(set(contents.tensors), set(state_dict))
                 self.assertEqual([e.name for e in contents.entries],
-                                 [n for n, _ in aftfile.expected_tensors(config)])
+                                 [n for n, _ in modelfile.expected_tensors(config)])
                 for tensor_name, tensor in state_dict.items():
                     stored = contents.tensors[tensor_name]
                     self.assertEqual(stored.dtype, np.dtype("<f4"))
@@ -198,7 +195,7 @@ class FileRoundTrip(unittest.TestCase):
     def test_reader_rejects_a_flipped_bit(self):
         path, *_ = self.export("local")
         data = bytearray(path.read_bytes())
-        contents = aftfile.read_file(path)
+        contents = modelfile.read_file(path)
         entry = contents.entries[3]
         for position, message in ((entry.offset + 5, f'tensor "{entry.name}": checksum mismatch'),
                                   (2, "bad magic"), (8, "format version"), (12, "reserved")):
@@ -206,10 +203,10 @@ class FileRoundTrip(unittest.TestCase):
                 corrupt = bytearray(data)
                 corrupt[position] ^= 0x10
                 with self.assertRaisesRegex(FormatError, message):
-                    aftfile.decode_file(bytes(corrupt))
+                    modelfile.decode_file(bytes(corrupt))
         truncated = bytes(data[:-1])
         with self.assertRaisesRegex(FormatError, "past the end of the file"):
-            aftfile.decode_file(truncated)
+            modelfile.decode_file(truncated)
 
     def rewrite_header(self, path: Path, edit) -> bytes:
         """The file with its header edited; tensor data moves by a multiple of 64 if needed."""
@@ -261,46 +258,46 @@ class FileRoundTrip(unittest.TestCase):
         for edit, message in cases:
             with self.subTest(edit=edit.__name__):
                 with self.assertRaisesRegex(FormatError, message):
-                    aftfile.decode_file(self.rewrite_header(path, edit))
-        aftfile.decode_file(self.rewrite_header(path, unknown_keys_ignored))
+                    modelfile.decode_file(self.rewrite_header(path, edit))
+        modelfile.decode_file(self.rewrite_header(path, unknown_keys_ignored))
 
     def test_writer_errors_name_the_problem(self):
         config, tokenizer = make_fixtures.fixture_config("local")
-        state_dict = aft_export.random_model(config, 0).state_dict()
+        state_dict = export.random_model(config, 0).state_dict()
         out = self.dir / "x.aft"
 
         wrong = dict(state_dict)
         wrong["layers.1.mixer.pos_bias"] = torch.zeros(32, 32)
         with self.assertRaisesRegex(FormatError, r'"layers.1.mixer.pos_bias": expected shape \[64, 64\], found \[32, 32\]'):
-            aft_export.write_model(out, config, wrong, tokenizer)
+            export.write_model(out, config, wrong, tokenizer)
         missing = {k: v for k, v in state_dict.items() if k != "norm.bias"}
         with self.assertRaisesRegex(FormatError, 'missing tensor "norm.bias"'):
-            aft_export.write_model(out, config, missing, tokenizer)
+            export.write_model(out, config, missing, tokenizer)
         extra = dict(state_dict, **{"layers.0.mixer.pos_u": torch.zeros(64, 4)})
         with self.assertRaisesRegex(FormatError, "unexpected tensor.*layers.0.mixer.pos_u"):
-            aft_export.write_model(out, config, extra, tokenizer)
+            export.write_model(out, config, extra, tokenizer)
         with self.assertRaisesRegex(FormatError, "missing key.*d_ff"):
-            aft_export.write_model(out, {k: v for k, v in config.items() if k != "d_ff"}, state_dict, tokenizer)
+            export.write_model(out, {k: v for k, v in config.items() if k != "d_ff"}, state_dict, tokenizer)
         with self.assertRaisesRegex(FormatError, "tokenizer: 40 tokens, but config.vocab_size is 256"):
-            aft_export.write_model(out, config, state_dict, make_fixtures.fixture_config("local_window1")[1])
+            export.write_model(out, config, state_dict, make_fixtures.fixture_config("local_window1")[1])
         with self.assertRaisesRegex(FormatError, "duplicate"):
-            aft_export.write_model(out, dict(config, vocab_size=2), {}, {"type": "char", "vocab": ["a", "a"]})
+            export.write_model(out, dict(config, vocab_size=2), {}, {"type": "char", "vocab": ["a", "a"]})
         nan = dict(state_dict, **{"norm.weight": torch.full((32,), float("nan"))})
         with self.assertRaisesRegex(FormatError, '"norm.weight" contains NaN'):
-            aft_export.write_model(out, config, nan, tokenizer)
+            export.write_model(out, config, nan, tokenizer)
         self.assertFalse(out.exists())
 
     def test_cli_checkpoint_and_random(self):
         config, tokenizer = make_fixtures.fixture_config("full_factorized")
-        model = aft_export.random_model(config, 4)
+        model = export.random_model(config, 4)
         checkpoint = self.dir / "ckpt.pt"
         torch.save({"config": config, "model": model.state_dict(), "tokenizer": tokenizer,
                     "metadata": {"val_bits_per_char": 1.5}}, checkpoint)
         out = self.dir / "from_ckpt.aft"
         with contextlib.redirect_stderr(io.StringIO()) as err:
-            self.assertEqual(aft_export.main(["--checkpoint", str(checkpoint), "--out", str(out)]), 0)
+            self.assertEqual(export.main(["--checkpoint", str(checkpoint), "--out", str(out)]), 0)
         self.assertIn("parameters", err.getvalue())
-        contents = aftfile.read_file(out)
+        contents = modelfile.read_file(out)
         self.assertEqual(contents.metadata["val_bits_per_char"], 1.5)
         for name, tensor in model.state_dict().items():
             self.assertTrue(np.array_equal(contents.tensors[name], tensor.numpy()), name)
@@ -309,11 +306,11 @@ class FileRoundTrip(unittest.TestCase):
         config_file.write_text(json.dumps(config))
         out = self.dir / "random.aft"
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(aft_export.main(["--random", "--config", str(config_file), "--seed", "3",
+            self.assertEqual(export.main(["--random", "--config", str(config_file), "--seed", "3",
                                               "--set", "window=0", "--out", str(out)]), 0)
-        self.assertEqual(aftfile.read_file(out).config["mixer"], "full")
+        self.assertEqual(modelfile.read_file(out).config["mixer"], "full")
         with contextlib.redirect_stderr(io.StringIO()) as err:
-            self.assertEqual(aft_export.main(["--random", "--config", str(config_file),
+            self.assertEqual(export.main(["--random", "--config", str(config_file),
                                               "--set", "window=3", "--out", str(out)]), 1)
         self.assertIn("config.window: expected 0", err.getvalue())
 
@@ -396,7 +393,7 @@ class FixturesUpToDate(unittest.TestCase):
         total = 0
         for name in make_fixtures.FIXTURES:
             expected = json.loads((FIXTURES_DIR / f"{name}.expected.json").read_text())
-            contents = aftfile.read_file(FIXTURES_DIR / expected["model"])
+            contents = modelfile.read_file(FIXTURES_DIR / expected["model"])
             T, V = expected["logits_shape"]
             self.assertEqual(len(expected["tokens"]), T)
             self.assertEqual(V, contents.config["vocab_size"])
@@ -413,7 +410,7 @@ class StreamingMatchesParallel(unittest.TestCase):
 
     def check(self, name: str, length: int, seed: int):
         config = make_fixtures.fixture_config(name)[0]
-        model = aft_export.random_model(config, seed)
+        model = export.random_model(config, seed)
         tokens = random_tokens(config["vocab_size"], length, seed)
         with torch.inference_mode():
             want = model(tokens)

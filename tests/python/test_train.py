@@ -1,4 +1,4 @@
-"""The trainer (tools/aft_train.py), a few steps on a tiny config: deterministic for a seed given a
+"""The trainer (aft.train, tools/train.py), a few steps on a tiny config: deterministic for a seed given a
 step count, and the same weights when interrupted and resumed.
 
     /usr/bin/python3 -m unittest discover -s tests/python
@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
 
-REPO_DIR = Path(__file__).resolve().parent.parent.parent
-for directory in (REPO_DIR / "tools", REPO_DIR / "models"):
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
+import torch
 
-import torch  # noqa: E402
-
-import aft_train  # noqa: E402
-import aftfile  # noqa: E402
+from aft import modelfile, train
 
 TEXT = "the quick brown fox jumps over the lazy dog. " * 40
 
@@ -43,7 +36,7 @@ class TrainerTest(unittest.TestCase):
                 "--eval-interval", "3", "--eval-windows", "2", "--threads", "1", "--seed", "3",
                 *extra]
         with contextlib.redirect_stderr(io.StringIO()):
-            return aft_train.main(args)
+            return train.main(args)
 
     def weights(self, run: str) -> dict:
         checkpoint = torch.load(self.dir / run / "checkpoint.pt", map_location="cpu")
@@ -62,16 +55,16 @@ class TrainerTest(unittest.TestCase):
         # Trained: not the initial weights of that seed.
         checkpoint = torch.load(self.dir / "a" / "checkpoint.pt", map_location="cpu")
         torch.manual_seed(3)
-        initial = aft_train.AftLM(checkpoint["config"]).state_dict()
+        initial = train.AftLM(checkpoint["config"]).state_dict()
         self.assertFalse(torch.equal(initial["head.weight"], checkpoint["model"]["head.weight"]))
         # The held-out test set's characters are in the vocabulary.
-        exported = aftfile.read_file(self.dir / "a.aft")
+        exported = modelfile.read_file(self.dir / "a.aft")
         self.assertIn("Z", exported.tokenizer["vocab"])
         self.assertEqual(exported.metadata["steps"], 6)
 
     def test_interrupted_and_resumed_gives_the_same_weights(self):
         self.assertEqual(self.train("whole"), 0)
-        real_batch = aft_train.random_batch
+        real_batch = train.random_batch
         calls = []
 
         def interrupt_after_three(*args, **kwargs):
@@ -80,7 +73,7 @@ class TrainerTest(unittest.TestCase):
                 raise KeyboardInterrupt
             return real_batch(*args, **kwargs)
 
-        with mock.patch.object(aft_train, "random_batch", interrupt_after_three):
+        with mock.patch.object(train, "random_batch", interrupt_after_three):
             self.assertEqual(self.train("resumed"), 130)
         partial = torch.load(self.dir / "resumed" / "checkpoint.pt", map_location="cpu")
         self.assertEqual(partial["resume"]["step"], 3)

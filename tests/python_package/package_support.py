@@ -1,4 +1,4 @@
-"""What the package's tests share: the repository's paths, the package on sys.path, the models.
+"""What the package's tests share: the repository's paths, the package, the models.
 
     AFT_LIBRARY=build/engine/libaft.so /usr/bin/python3 -m unittest discover -s tests/python_package
 """
@@ -6,18 +6,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+# The repository's package, through the link tests/python_package/aft -> ../../python/aft (unittest
+# puts this directory first on the path).
+import aft
+
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 FIXTURES_DIR = REPO_DIR / "tests" / "fixtures"
 SHIPPED_MODEL = REPO_DIR / "models" / "shipped" / "brown-local-tiny.aft"
-if str(REPO_DIR / "python") not in sys.path:
-    sys.path.insert(0, str(REPO_DIR / "python"))
-
-import aft  # noqa: E402
 
 FIXTURE_NAMES = sorted(path.stem for path in FIXTURES_DIR.glob("*.aft"))
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from package_support import REPO_DIR, SHIPPED_MODEL, aft
 
+# examples/dask_eval.py is a script, not a module of the package: it is imported from its directory.
 sys.path.insert(0, str(REPO_DIR / "examples"))
 import dask_eval  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402

@@ -1,5 +1,6 @@
-"""tools/aft_import_labml.py: a labml-layout checkpoint becomes a file whose logits and bits/char are
-labml's forward's; what the engine cannot represent is refused, naming the key."""
+"""aft.importers.labml (tools/aft_import_labml.py): a labml-layout checkpoint becomes a file whose
+logits and bits/char are labml's forward's; what the engine cannot represent is refused, naming the
+key."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ import numpy as np
 import torch
 
 import labml_reference
+from aft.importers import labml
+from aft.importers.checkpoint import ImportRefused
 from package_support import REPO_DIR, aft
 
-sys.path.insert(0, str(REPO_DIR / "tools"))
+# examples/dask_eval.py is a script, not a module of the package: it is imported from its directory.
 sys.path.insert(0, str(REPO_DIR / "examples"))
-import aft_import_labml  # noqa: E402
 import dask_eval  # noqa: E402
-from checkpoint_import import ImportRefused  # noqa: E402
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
         "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. resolved.\n")
@@ -69,7 +70,7 @@ class ImportTest(unittest.TestCase):
         return path
 
     def convert(self, state_dict: dict) -> dict:
-        config, _, _ = aft_import_labml.import_checkpoint(self.save(state_dict), self.model_path, VOCAB)
+        config, _, _ = labml.import_checkpoint(self.save(state_dict), self.model_path, VOCAB)
         return config
 
     def engine_logits(self, tokens: list[int]) -> np.ndarray:
@@ -201,18 +202,18 @@ class RefusalTest(ImportTest):
 
     def test_vocabulary_of_another_size(self):
         with self.assertRaises(ImportRefused) as caught:
-            aft_import_labml.import_checkpoint(self.save(checkpoint()), self.model_path, VOCAB[:-1])
+            labml.import_checkpoint(self.save(checkpoint()), self.model_path, VOCAB[:-1])
         self.assertIn(f"{len(VOCAB) - 1} characters, but the checkpoint has {len(VOCAB)} tokens",
                       str(caught.exception))
 
 
 class CommandLineTest(ImportTest):
     def run_main(self, *args: str) -> tuple[int, str]:
-        """aft_import_labml.main in this process (a process of its own takes seconds to load torch)."""
+        """labml.main in this process (a process of its own takes seconds to load torch)."""
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr):
             try:
-                status = aft_import_labml.main(list(args))
+                status = labml.main(list(args))
             except SystemExit as exit:  # argparse's usage errors
                 status = exit.code
         return status, stderr.getvalue()

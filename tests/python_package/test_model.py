@@ -127,11 +127,23 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertEqual(fork.position, len(tokens))
 
     def test_library_not_found(self):
-        code = "import sys; sys.path.insert(0, 'python'); import aft; aft.Model('x.aft')"
-        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, capture_output=True,
+        code = "import aft; aft.Model('x.aft')"
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR / "python", capture_output=True,
                                 text=True, env={**os.environ, "AFT_LIBRARY": "no/libaft.so"})
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("AftError: AFT_LIBRARY is no/libaft.so, which is not a file", result.stderr)
+
+    def test_library_found_in_the_checkouts_build(self):
+        builds = [REPO_DIR / build / "engine" / "libaft.so" for build in _library.CHECKOUT_BUILDS]
+        built = [str(path) for path in builds if path.is_file()]
+        if not built:
+            self.skipTest("no build of this checkout")
+        environment = {name: value for name, value in os.environ.items() if name != "AFT_LIBRARY"}
+        environment["PYTHONPATH"] = str(REPO_DIR / "python")
+        result = subprocess.run([sys.executable, "-c", "import aft; print(aft.library_path())"],
+                                cwd=tempfile.gettempdir(), capture_output=True, text=True,
+                                env=environment, check=True)
+        self.assertEqual(result.stdout.strip(), built[0])
 
     def test_missing_function_is_named_when_used(self):
         library = _library.Library.__new__(_library.Library)

@@ -1,5 +1,5 @@
 // Which tensors a bf16 or q8_0 file converts, and their converted bytes (docs/format.md, "Tensor
-// data types"): the same bits as tools/aftfile.py's writer.
+// data types"): the same bits as aft.modelfile's writer (python/aft/modelfile.py).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from aft_lm import AftLM
+from .reference import AftLM
 
 
 @dataclasses.dataclass

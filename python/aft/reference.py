@@ -26,19 +26,14 @@ PyTorch baseline of the benchmarks uses it.
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-_TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
-if str(_TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(_TOOLS_DIR))
-import aftfile  # noqa: E402  (the config schema of docs/format.md lives with the file format)
+from . import modelfile  # the config schema of docs/format.md lives with the file format
 
-validate_config = aftfile.validate_config
+validate_config = modelfile.validate_config
 
 
 def default_config(**overrides) -> dict:
@@ -48,9 +43,9 @@ def default_config(**overrides) -> dict:
     else 0), `n_heads` (1 unless conv), `bias_rank` (0 unless full + factorized, then 64),
     `embed_scale` (sqrt(d_model)).
     """
-    unknown = sorted(set(overrides) - set(aftfile.CONFIG_KEYS))
+    unknown = sorted(set(overrides) - set(modelfile.CONFIG_KEYS))
     if unknown:
-        raise aftfile.FormatError(f"config: unknown key(s): {', '.join(unknown)}")
+        raise modelfile.FormatError(f"config: unknown key(s): {', '.join(unknown)}")
     config = {
         "vocab_size": 256, "d_model": 128, "n_layers": 4, "d_ff": 256, "activation": "relu",
         "mixer": "local", "window": 32, "n_heads": 1, "full_bias": "table", "bias_rank": 0,

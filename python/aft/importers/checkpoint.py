@@ -4,9 +4,9 @@ A `Source` describes one implementation's state_dict: which keys hold the model'
 (`dims`), one `Rule` per key (its symbolic shape, the aft tensor it becomes and how), hints for
 keys the engine cannot represent, and a function that completes the config from the checked
 tensors. `convert(source, state_dict, ...)` checks the state_dict against the table, key by key,
-and returns the aft config and state_dict for `aft_export.write_model`. Everything it refuses
+and returns the aft config and state_dict for `aft.export.write_model`. Everything it refuses
 raises `ImportRefused` with a message that names the key. Adding a second implementation means
-adding a second `Source` (see tools/aft_import_labml.py for the first).
+adding a second `Source` (see aft.importers.labml for the first).
 """
 
 from __future__ import annotations
@@ -14,21 +14,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Callable
 
-
-TOOLS_DIR = Path(__file__).resolve().parent
-if str(TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(TOOLS_DIR))
-
-import aftfile  # noqa: E402
+from .. import modelfile
 
 LAYER = "{i}"  # in a Rule's key and target: the layer index
 
 
-class ImportRefused(aftfile.FormatError):
+class ImportRefused(modelfile.FormatError):
     """A checkpoint the engine cannot represent exactly, or one that does not follow its source's layout."""
 
 
@@ -91,7 +85,7 @@ def load_vocab(vocab_path=None, text_path=None) -> list[str]:
     if not isinstance(vocab, list):
         raise ImportRefused(f"{vocab_path}: expected a JSON list of characters, "
                             f"found {type(vocab).__name__}")
-    aftfile.tokenizer_size({"type": "char", "vocab": vocab})  # one code point each, no duplicates
+    modelfile.tokenizer_size({"type": "char", "vocab": vocab})  # one code point each, no duplicates
     return vocab
 
 
@@ -178,7 +172,7 @@ def convert(source: Source, state_dict: dict, vocab: list[str], **config_overrid
     if len(vocab) != config["vocab_size"]:
         raise ImportRefused(f"vocabulary: {len(vocab)} characters, but the checkpoint has "
                             f"{config['vocab_size']} tokens (see the embedding's first axis)")
-    config = aftfile.validate_config(config, strict_keys=True)
+    config = modelfile.validate_config(config, strict_keys=True)
 
     converted = {}
     for rule, key, target, tensors in planned:

@@ -1,0 +1,276 @@
+"""Writes an aft model file (docs/format.md) from random weights or from a trainer checkpoint.
+
+    # random weights from a config file, or from a reference configuration (docs/benchmarks.md, "The models measured")
+    /usr/bin/python3 tools/aft_export.py --random --config cfg.json --seed 1 --out m.aft
+    /usr/bin/python3 tools/aft_export.py --random --preset tiny --mixer conv --out tiny-conv.aft
+    /usr/bin/python3 tools/aft_export.py --random --preset tiny --set full_bias=factorized \\
+        --set bias_rank=16 --mixer full --out tiny-full.aft
+    # a checkpoint of tools/aft_train.py ({"config", "model", "tokenizer"})
+    /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --out model.aft
+    # the linear layers' weights in 8 bits (or bf16); everything else stays f32
+    /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --dtype q8_0 --out m8.aft
+
+As a module: write_model(path, config, state_dict, tokenizer, metadata, dtype) maps a state_dict
+(of aft.reference's AftLM, whose keys are the file's tensor names) onto the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import modelfile
+from .modelfile import FormatError
+
+PRODUCER = "aft-export"
+
+# The reference configurations of docs/benchmarks.md (labml's tiny Shakespeare model shape and
+# the paper's Enwik8 shape); --mixer swaps the AFT variant, keeping the shape.
+PRESETS = {
+    "tiny": {"vocab_size": 65, "d_model": 128, "n_layers": 6, "d_ff": 256, "max_seq_len": 256},
+    "enwik8": {"vocab_size": 256, "d_model": 512, "n_layers": 12, "d_ff": 2048, "max_seq_len": 1024},
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# state_dict -> file
+# ----------------------------------------------------------------------------------------------
+
+def _to_float32_array(name: str, value) -> np.ndarray:
+    if hasattr(value, "detach"):  # a torch tensor
+        if not value.is_floating_point():
+            raise FormatError(f"state_dict: tensor \"{name}\": expected floating point, found {value.dtype}")
+        value = value.detach().cpu().float().numpy()
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        raise FormatError(f"state_dict: tensor \"{name}\": expected floating point, found {array.dtype}")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if not np.isfinite(array).all():
+        raise FormatError(f"state_dict: tensor \"{name}\" contains NaN or infinity")
+    return array
+
+
+def model_tensors(config: dict, state_dict: dict) -> list[tuple[str, np.ndarray]]:
+    """The file's tensors, in file order, from a state_dict; checks names and shapes.
+
+    Raises FormatError naming the tensor and the expected vs found shape.
+    """
+    config = modelfile.validate_config(config, strict_keys=True)
+    shapes = {name: tuple(value.shape) for name, value in state_dict.items()}
+    modelfile.check_tensor_set(config, shapes, where="state_dict")
+    return [(name, _to_float32_array(name, state_dict[name]))
+            for name, _ in modelfile.expected_tensors(config)]
+
+
+def write_model(path, config: dict, state_dict: dict, tokenizer: dict,
+                metadata: dict | None = None, dtype: str = "f32") -> int:
+    """Writes the model file; returns its size in bytes. metadata gets "producer" if absent.
+
+    dtype "bf16" or "q8_0" stores the linear layers' weights so (modelfile.stored_dtype: for q8_0
+    those whose column count is a multiple of 32) and sets metadata "dtype"; the other tensors
+    stay f32."""
+    if dtype not in modelfile.DTYPES:
+        raise FormatError(f"dtype: expected one of {', '.join(modelfile.DTYPES)}, found {dtype!r}")
+    config = modelfile.validate_config(config, strict_keys=True)
+    if modelfile.tokenizer_size(tokenizer) != config["vocab_size"]:
+        raise FormatError(f"tokenizer: {modelfile.tokenizer_size(tokenizer)} tokens, but "
+                          f"config.vocab_size is {config['vocab_size']}")
+    tensors = model_tensors(config, state_dict)
+    metadata = {"producer": PRODUCER, **(metadata or {})}
+    if dtype != "f32":
+        metadata["dtype"] = dtype
+    return modelfile.write_file(path, config, tokenizer, tensors, metadata,
+                              modelfile.file_dtypes(tensors, dtype))
+
+
+def summary(path, config: dict, size: int, state_dict: dict) -> str:
+    params = sum(int(np.prod(value.shape)) for value in state_dict.values())
+    position = sum(int(np.prod(value.shape)) for name, value in state_dict.items()
+                   if ".mixer.pos_" in name or name.startswith("pos_embed."))
+    c = config
+    variant = c["mixer"] + (f"-{c['window']}" if c["window"] else "")
+    if c["mixer"] == "conv":
+        variant += f" ({c['n_heads']} heads)"
+    if c["mixer"] == "full":
+        variant += f" ({c['full_bias']}" + (f", rank {c['bias_rank']})" if c["bias_rank"] else ")")
+    return (f"wrote {path}: AFT-{variant}, {c['n_layers']} layers x {c['d_model']}, d_ff {c['d_ff']}, "
+            f"vocab {c['vocab_size']}, T_max {c['max_seq_len']}; {params:,} parameters "
+            f"({position:,} position), {size:,} bytes")
+
+
+# ----------------------------------------------------------------------------------------------
+# Tokenizers and random models
+# ----------------------------------------------------------------------------------------------
+
+def default_char_vocab(size: int) -> list[str]:
+    """A fixed vocabulary for random char models: newline, printable ASCII, then Latin-1 and on."""
+    code_points = [10] + list(range(32, 127)) + list(range(161, 161 + max(0, size)))
+    return [chr(cp) for cp in code_points[:size]]
+
+
+def vocab_from_text(text: str) -> list[str]:
+    """The sorted distinct characters of a text (labml's char vocabulary)."""
+    return sorted(set(text))
+
+
+def make_tokenizer(vocab_size: int, kind: str | None = None, vocab: list[str] | None = None) -> dict:
+    if vocab is not None:
+        return {"type": "char", "vocab": list(vocab)}
+    kind = kind or ("byte" if vocab_size == 256 else "char")
+    if kind == "byte":
+        return {"type": "byte"}
+    return {"type": "char", "vocab": default_char_vocab(vocab_size)}
+
+
+def randomize_for_tests(model, seed: int) -> None:
+    """Makes tensors the module initialises to constants non-trivial, so that tests exercise them:
+    position biases ~ N(0, 0.5) (factorized: U, V scaled so U V^T has std 0.5), LayerNorm weights
+    1 + N(0, 0.1) and biases N(0, 0.1), head bias N(0, 0.1)."""
+    import torch
+    generator = torch.Generator().manual_seed(seed)
+
+    def normal(tensor, mean, std):
+        tensor.copy_(mean + std * torch.randn(tensor.shape, generator=generator))
+
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("mixer.pos_bias"):
+                normal(param, 0.0, 0.5)
+            elif name.endswith("mixer.pos_u") or name.endswith("mixer.pos_v"):
+                normal(param, 0.0, (0.25 / param.shape[1]) ** 0.25)
+            elif "norm" in name.split(".")[-2] and name.endswith(".weight"):
+                normal(param, 1.0, 0.1)
+            elif "norm" in name.split(".")[-2] and name.endswith(".bias"):
+                normal(param, 0.0, 0.1)
+            elif name == "head.bias":
+                normal(param, 0.0, 0.1)
+
+
+def random_model(config: dict, seed: int):
+    """aft.reference's AftLM with its own init from `seed`, then randomize_for_tests."""
+    import torch
+    from .reference import AftLM
+    torch.manual_seed(seed)
+    model = AftLM(config)
+    randomize_for_tests(model, seed + 1)
+    return model.eval()
+
+
+def preset_config(name: str, mixer: str = "local", **overrides) -> dict:
+    from .reference import default_config
+    if name not in PRESETS:
+        raise FormatError(f"unknown preset {name!r} (expected one of: {', '.join(PRESETS)})")
+    return default_config(**{**PRESETS[name], "mixer": mixer, **overrides})
+
+
+# ----------------------------------------------------------------------------------------------
+# Checkpoints
+# ----------------------------------------------------------------------------------------------
+
+def load_checkpoint(path) -> tuple[dict, dict, dict, dict]:
+    """(config, state_dict, tokenizer, metadata) of a tools/aft_train.py checkpoint."""
+    import torch
+    try:
+        checkpoint = torch.load(path, map_location="cpu")
+    except OSError:
+        raise
+    except Exception as error:  # torch.load raises many kinds for a file that is no checkpoint
+        raise FormatError(f"{path}: cannot load as a PyTorch checkpoint: {error}") from None
+    if not isinstance(checkpoint, dict):
+        raise FormatError(f"{path}: expected a dict checkpoint, found {type(checkpoint).__name__}")
+    missing = [key for key in ("config", "model", "tokenizer") if key not in checkpoint]
+    if missing:
+        raise FormatError(f"{path}: checkpoint lacks key(s) {', '.join(missing)} "
+                          f"(has: {', '.join(map(str, checkpoint))})")
+    metadata = {"source": "checkpoint"}
+    if isinstance(checkpoint.get("metadata"), dict):
+        metadata.update(checkpoint["metadata"])
+    return checkpoint["config"], checkpoint["model"], checkpoint["tokenizer"], metadata
+
+
+# ----------------------------------------------------------------------------------------------
+# CLI
+# ----------------------------------------------------------------------------------------------
+
+def _parse_set(items: list[str]) -> dict:
+    overrides = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise FormatError(f"--set {item!r}: expected key=value")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            overrides[key] = text
+    return overrides
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="aft_export", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--random", action="store_true", help="random weights (needs --config or --preset)")
+    source.add_argument("--checkpoint", type=Path, help="a tools/aft_train.py checkpoint (.pt)")
+    parser.add_argument("--config", type=Path, help="config JSON (docs/format.md keys)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), help="a reference configuration")
+    parser.add_argument("--mixer", choices=modelfile.MIXERS, help="with --preset: the AFT variant (default local)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key (value parsed as JSON, else a string)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--tokenizer", choices=("byte", "char"),
+                        help="random models: default byte if vocab_size is 256, else char")
+    parser.add_argument("--vocab-file", type=Path,
+                        help="random models: char vocabulary = sorted distinct characters of this "
+                             "UTF-8 text file (sets vocab_size)")
+    parser.add_argument("--dtype", choices=modelfile.DTYPES, default="f32",
+                        help="how the linear layers' weights are stored (default f32; "
+                             "docs/format.md); the other tensors stay f32")
+    parser.add_argument("--out", type=Path, required=True, help="output model file")
+    args = parser.parse_args(argv)
+
+    try:
+        metadata = {}
+        if args.checkpoint:
+            if args.config or args.preset or args.mixer or args.set or args.vocab_file or args.tokenizer:
+                parser.error("--checkpoint takes its config and tokenizer from the checkpoint")
+            config, state_dict, tokenizer, metadata = load_checkpoint(args.checkpoint)
+        else:
+            if bool(args.config) == bool(args.preset):
+                parser.error("--random needs exactly one of --config and --preset")
+            if args.mixer and not args.preset:
+                parser.error("--mixer goes with --preset (put \"mixer\" in the config file)")
+            overrides = _parse_set(args.set)
+            vocab = None
+            if args.vocab_file:
+                vocab = vocab_from_text(args.vocab_file.read_text(encoding="utf-8"))
+                overrides["vocab_size"] = len(vocab)
+            if args.preset:
+                config = preset_config(args.preset, args.mixer or "local", **overrides)
+                metadata = {"source": f"random, preset {args.preset}", "seed": args.seed}
+            else:
+                try:
+                    config = json.loads(args.config.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as error:
+                    raise FormatError(f"{args.config}: not valid JSON: {error}") from None
+                if not isinstance(config, dict):
+                    raise FormatError(f"{args.config}: expected a JSON object")
+                config.update(overrides)
+                metadata = {"source": "random", "seed": args.seed}
+            config = modelfile.validate_config(config, strict_keys=True)
+            state_dict = random_model(config, args.seed).state_dict()
+            tokenizer = make_tokenizer(config["vocab_size"], args.tokenizer, vocab)
+        size = write_model(args.out, config, state_dict, tokenizer, metadata, args.dtype)
+    except (FormatError, OSError) as error:
+        print(f"aft_export: error: {error}", file=sys.stderr)
+        return 1
+    print(summary(args.out, modelfile.validate_config(config), size, state_dict), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
