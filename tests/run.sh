@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: a Release build and an ASan+UBSan build, each running every C++ test, a
 # ThreadSanitizer build (clang) running every C++ test but the repeats on forced CPU paths, then
-# the Python reference's tests and the Python package's (over the Release build's libaft.so).
+# the Python reference's tests (their fixture check again under each OpenBLAS kernel family the
+# CPU runs) and the Python package's (over the Release build's libaft.so).
 # Usage: tests/run.sh [jobs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,18 @@ OMP_TOOL_LIBRARIES="$archer" TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumente
 
 echo "== Python reference tests"
 /usr/bin/python3 -m unittest discover -s tests/python -v
+
+# PyTorch's BLAS (OpenBLAS) picks its kernels by CPU, so fixtures made on one machine are checked
+# on another with other rounding: regenerate them under every kernel family this CPU can run.
+openblas_cores=()
+flags=" $(grep -m1 '^flags' /proc/cpuinfo || true) "
+[[ $flags == *" avx2 "* ]] && openblas_cores+=(Haswell Zen)
+[[ $flags == *" avx512bw "* && $flags == *" avx512vl "* ]] && openblas_cores+=(SkylakeX)
+[[ $flags == *" avx512_bf16 "* ]] && openblas_cores+=(Cooperlake SapphireRapids)
+for core in "${openblas_cores[@]}"; do
+  echo "== The fixtures regenerated with OpenBLAS's $core kernels"
+  OPENBLAS_CORETYPE="$core" /usr/bin/python3 -m unittest discover -s tests/python -k FixturesUpToDate
+done
 
 echo "== Python package tests (python/aft, examples/dask_eval.py)"
 AFT_LIBRARY=build-tests-release/engine/libaft.so \
