@@ -24,8 +24,8 @@ namespace {
 
 DType stored_dtype(const TensorInfo& tensor, bool linear_weight, DType dtype) {
   if (!linear_weight) return DType::F32;
-  const bool whole_blocks =
-      tensor.shape.size() == 2 && static_cast<uint64_t>(tensor.shape[1]) % kQ8_0BlockSize == 0;
+  const bool whole_blocks = tensor.shape.size() == 2 &&
+                            static_cast<uint64_t>(tensor.shape[1]) % kernels::kQ8BlockSize == 0;
   if (dtype == DType::Q8_0 && !whole_blocks) return DType::F32;
   return dtype;
 }
