@@ -209,7 +209,7 @@ int64_t ModelConfig::n_parameters() const {
   layer.add({kw, d + 1});    // key
   layer.add({d_ff, d + 1});  // ffn.up
   layer.add({d, d_ff + 1});  // ffn.down
-  if (mixer == Mixer::Local || (mixer == Mixer::Full && full_bias == FullBias::Table)) {
+  if (pos_bias_table()) {
     layer.add({t, t});
   } else if (mixer == Mixer::Conv) {
     layer.add({n_heads, window});
@@ -251,7 +251,7 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
     add(p + "mixer.value.bias", {d});
     add_linear(p + "mixer.output.weight", {d, d});
     add(p + "mixer.output.bias", {d});
-    if (c.mixer == Mixer::Local || (c.mixer == Mixer::Full && c.full_bias == FullBias::Table)) {
+    if (c.pos_bias_table()) {
       add(p + "mixer.pos_bias", {t, t});
     } else if (c.mixer == Mixer::Conv) {
       add(p + "mixer.pos_bias", {c.n_heads, c.window});

@@ -66,8 +66,7 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
     const RowSet after_mixer = i + 1 == config.n_layers ? RowSet::Output : RowSet::Tokens;
 
     PositionBiasWeights bias_weights;
-    if (config.mixer == Mixer::Local || config.mixer == Mixer::Conv ||
-        (config.mixer == Mixer::Full && config.full_bias == FullBias::Table)) {
+    if (config.pos_bias_table() || config.mixer == Mixer::Conv) {
       bias_weights.pos_bias = weight(mixer + ".pos_bias");
     } else if (config.mixer == Mixer::Full) {
       bias_weights.pos_u = weight(mixer + ".pos_u");

@@ -81,6 +81,13 @@ def _float32(value):
     return single if np.isfinite(single) else None
 
 
+def pos_bias_table(config: dict) -> bool:
+    """Whether each layer's mixer.pos_bias is a [max_seq_len, max_seq_len] table: mixer "local",
+    or "full" with full_bias "table" (the engine's ModelConfig::pos_bias_table)."""
+    return config["mixer"] == "local" or (config["mixer"] == "full"
+                                          and config["full_bias"] == "table")
+
+
 def validate_config(config, strict_keys: bool = False) -> dict:
     """Checks a config dict against docs/format.md; returns a normalised copy (floats as float).
 
@@ -201,7 +208,7 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
                   (p + "mixer.key.weight", (key_width, d)), (p + "mixer.key.bias", (key_width,)),
                   (p + "mixer.value.weight", (d, d)), (p + "mixer.value.bias", (d,)),
                   (p + "mixer.output.weight", (d, d)), (p + "mixer.output.bias", (d,))]
-        if mixer == "local" or (mixer == "full" and config["full_bias"] == "table"):
+        if pos_bias_table(config):
             specs.append((p + "mixer.pos_bias", (t_max, t_max)))
         elif mixer == "conv":
             specs.append((p + "mixer.pos_bias", (config["n_heads"], config["window"])))
