@@ -8,11 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pos_encoding.h"
+
 namespace aft {
 
 enum class Mixer { Simple, Local, Conv, Full };
 enum class Activation { Relu, Gelu };
-enum class PosEncoding { None, Sinusoidal, Learned };
 enum class FullBias { Table, Factorized };
 
 struct ModelConfig {
