@@ -277,6 +277,13 @@ def stored_dtype(name: str, shape, dtype: str) -> str:
     return dtype
 
 
+def check_dtype(name: str, dtype: str, where: str = "tensors") -> None:
+    """Only the linear weights may be stored as bf16 or q8_0 (the engine refuses any other)."""
+    if dtype != "f32" and not is_linear_weight(name):
+        raise FormatError(f"{where}: tensor \"{name}\": expected f32, found {dtype} (only linear "
+                          f"layers' weights may be bf16 or q8_0)")
+
+
 def file_dtypes(tensors, dtype: str) -> dict:
     """name -> stored_dtype for (name, array) pairs."""
     return {name: stored_dtype(name, np.shape(array), dtype) for name, array in tensors}
@@ -426,6 +433,7 @@ def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = 
             stored_nbytes(dtype, array.shape)
         except FormatError as error:
             raise FormatError(f"tensor \"{name}\": {error}") from None
+        check_dtype(name, dtype)
         encoded.append((name, dtype, array.shape, encode_tensor(name, array, dtype)))
     entries = [{"name": name, "dtype": dtype, "shape": list(shape), "offset": 0,
                 "nbytes": len(data), "crc32": _crc32(data)}
@@ -579,6 +587,8 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
             raise FormatError(f"{where}: tokenizer has {vocab} tokens, but config.vocab_size is "
                               f"{config['vocab_size']}")
         check_tensor_set(config, {e.name: e.shape for e in entries}, where=where)
+        for entry in entries:
+            check_dtype(entry.name, entry.dtype, where=where)
     return ModelFileContents(config=config, tokenizer=tokenizer, metadata=metadata, header=header,
                              entries=entries, tensors=tensors, planes=planes, file_size=size)
 
