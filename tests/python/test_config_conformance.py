@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import unittest
 
@@ -127,6 +128,19 @@ class PythonAgreesWithEngine(unittest.TestCase):
                 disagreements.append(f"{json.dumps(config)}: engine {engine}, Python {python}")
         self.assertFalse(disagreements, "\n".join(line[:400] for line in disagreements[:10]) +
                          f"\n({len(disagreements)} of {len(self.configs)} configs disagree)")
+
+    def test_refusals_name_the_same_key(self):
+        """Messages differ in words (and Python lists every missing key where the engine names the
+        first), but both name the key at fault, or both the parameter limit, or both say the
+        config is not an object."""
+        for config, engine in zip(self.configs, self.engine):
+            if engine["accepted"] or engine["error"] == "not JSON":  # NaN, infinity
+                continue
+            python = python_verdict(config)["error"]
+            key = re.search(r"config\.(\w+)", engine["error"])
+            whole = "2\\^40 parameters" if "2^40" in engine["error"] else "expected a JSON object"
+            named = rf"\b{key.group(1)}\b" if key else whole
+            self.assertRegex(python, named, f"{json.dumps(config)}: engine: {engine['error']}")
 
     def test_the_writer_refuses_what_the_engine_refuses(self):
         for config, engine in zip(self.configs, self.engine):
