@@ -1,6 +1,7 @@
-"""docs/format.md's tensor table against aft.modelfile.expected_tensors: every tensor a config
-implies has a row, with its shape among the row's shapes, and every row names a tensor some config
-has. The row's "when" column is prose and is not checked."""
+"""docs/format.md's tables against aft.modelfile: the config table lists CONFIG_KEYS in order, with
+the options of each choice; in the tensor table, every tensor a config implies has a row, with its
+shape among the row's shapes, and every row names a tensor some config has. The tensor rows' "when"
+column is prose and is not checked."""
 
 from __future__ import annotations
 
@@ -24,16 +25,20 @@ MIXERS = ({"mixer": "simple", "window": 0, "n_heads": 1, "full_bias": "table", "
           {"mixer": "full", "window": 0, "n_heads": 1, "full_bias": "factorized", "bias_rank": 4})
 
 
-def table_rows() -> dict:
-    """Generic tensor name ("layers.i. ...") -> the set of shapes its row lists, as strings."""
+def section_rows(heading: str):
+    """The cells of each row of the table under `heading` whose first cell is `code`."""
     text = FORMAT_DOC.read_text(encoding="utf-8")
-    section = text.split("\n## Tensors\n", 1)[1].split("\n#", 1)[0]
-    rows = {}
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or not cells[0].startswith("`"):
-            continue
-        name_cell, shape_cell, when_cell = cells
+        if len(cells) == 3 and cells[0].startswith("`"):
+            yield cells
+
+
+def table_rows() -> dict:
+    """Generic tensor name ("layers.i. ...") -> the set of shapes its row lists, as strings."""
+    rows = {}
+    for name_cell, shape_cell, when_cell in section_rows("## Tensors"):
         names = re.findall(r"`([^`]+)`", name_cell)
         # "`x.weight`, `.bias`": the second shares the first's prefix.
         names = [names[0].rsplit(".", 1)[0] + name if name.startswith(".") else name
@@ -55,6 +60,17 @@ def configs():
             {**SIZES, **mixer, "n_layers": 2, "activation": "relu", "pos_encoding": pos_encoding,
              "embed_scale": 1.0, "tied_embeddings": tied, "head_bias": head_bias,
              "norm_eps": 1e-5}, strict_keys=True)
+
+
+class ConfigTable(unittest.TestCase):
+    def test_keys_and_options(self):
+        rows = [(key.strip("`"), kind) for key, kind, _ in section_rows("### `config`")]
+        self.assertEqual([key for key, _ in rows], list(modelfile.CONFIG_KEYS))
+        options = {"activation": modelfile.ACTIVATIONS, "mixer": modelfile.MIXERS,
+                   "pos_encoding": modelfile.POS_ENCODINGS, "full_bias": modelfile.FULL_BIASES}
+        for key, kind in rows:
+            if key in options:
+                self.assertEqual(tuple(re.findall(r'`"([^"]+)"`', kind)), options[key], key)
 
 
 class TensorTable(unittest.TestCase):
