@@ -168,9 +168,9 @@ class Validator {
       fail(where + ": dtype \"q8_0\" needs a 2-D shape [rows, cols], found " +
            shape_string(info.shape));
     }
-    if (static_cast<uint64_t>(info.shape[1]) % kQ8_0BlockSize != 0) {
+    if (static_cast<uint64_t>(info.shape[1]) % kernels::kQ8BlockSize != 0) {
       fail(where + ": dtype \"q8_0\" needs a column count that is a multiple of " +
-           std::to_string(kQ8_0BlockSize) + ", found shape " + shape_string(info.shape));
+           std::to_string(kernels::kQ8BlockSize) + ", found shape " + shape_string(info.shape));
     }
   }
 
@@ -250,7 +250,7 @@ std::optional<uint64_t> stored_bytes(DType dtype, uint64_t elements) {
       overflow = __builtin_mul_overflow(elements, uint64_t{2}, &bytes);
       break;
     case DType::Q8_0:  // one int8 per value, one 4-byte scale per block
-      overflow = __builtin_add_overflow(elements, elements / kQ8_0BlockSize * 4, &bytes);
+      overflow = __builtin_add_overflow(elements, elements / kernels::kQ8BlockSize * 4, &bytes);
       break;
   }
   if (overflow) return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/q8_0_block.h"
 #include "mapped_file.h"
 
 namespace aft {
@@ -23,15 +24,12 @@ constexpr uint32_t kModelFileVersion = 1;
 // upper halves of binary32 values; 8-bit quants in blocks of 32 with one binary32 scale each.
 enum class DType { F32, BF16, Q8_0 };
 
-// Values per q8_0 scale; a q8_0 tensor's column count is a multiple of it.
-constexpr uint64_t kQ8_0BlockSize = 32;
-
 // The name in the header: "f32", "bf16", "q8_0".
 const char* dtype_name(DType dtype);
 // The dtype of a header name; nullopt for any other name.
 std::optional<DType> dtype_from_name(std::string_view name);
-// The bytes `elements` values take (q8_0: elements a multiple of kQ8_0BlockSize, the quants plane
-// then the scales plane); nullopt if that overflows.
+// The bytes `elements` values take (q8_0: elements a multiple of kernels::kQ8BlockSize, the quants
+// plane then the scales plane); nullopt if that overflows.
 std::optional<uint64_t> stored_bytes(DType dtype, uint64_t elements);
 
 struct TensorInfo {
@@ -45,7 +43,7 @@ struct TensorInfo {
   // The product of the shape (1 for a scalar).
   uint64_t element_count() const;
   // A q8_0 tensor's two planes: element_count() int8 quants, row-major, then one scale per block
-  // of kQ8_0BlockSize consecutive quants (4-byte aligned: the quants plane is a multiple of 32).
+  // of kernels::kQ8BlockSize consecutive quants (4-byte aligned: whole blocks).
   const int8_t* q8_0_quants() const { return static_cast<const int8_t*>(data); }
   const float* q8_0_scales() const;
 };

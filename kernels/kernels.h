@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "q8_0_block.h"
+
 namespace aft::kernels {
 
 struct KernelTable {
@@ -138,8 +140,6 @@ struct KernelTable {
 // 2^-90 / entries, so for up to 2^10 entries all lost terms together are below 2^-26 of sb.
 constexpr float kAftWindowMinSum = 0x1p-90f;
 
-// Quants per q8_0 block (one scale each).
-constexpr std::size_t kQ8BlockSize = 32;
 // Rows per group of packed q8_0 weights (kernels/packed_weights.h).
 constexpr std::size_t kQ8GroupRows = 16;
 // Packed bf16 weights: groups of rows (the GEMV's rows per pass) by chunks of columns.

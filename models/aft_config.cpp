@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <utility>
 
 #include "engine/describe.h"
@@ -107,27 +106,6 @@ class Reader {
   const std::string& where_;
 };
 
-// Sums element counts; saturates past kMaxParameters instead of overflowing.
-class Count {
- public:
-  void add(std::initializer_list<int64_t> dims) {
-    int64_t n = 1;
-    for (int64_t d : dims) {
-      if (__builtin_mul_overflow(n, d, &n) || n > kMaxParameters) n = kMaxParameters + 1;
-    }
-    total_ = std::min(total_ + n, kMaxParameters + 1);
-  }
-  void times(int64_t k) {
-    if (__builtin_mul_overflow(total_, k, &total_) || total_ > kMaxParameters) {
-      total_ = kMaxParameters + 1;
-    }
-  }
-  int64_t total() const { return total_; }
-
- private:
-  int64_t total_ = 0;
-};
-
 }  // namespace
 
 const char* to_string(Mixer mixer) {
@@ -201,31 +179,25 @@ int64_t ModelConfig::max_positions() const {
 }
 
 int64_t ModelConfig::n_parameters() const {
-  // Counted without building expected_tensors(): a hostile n_layers must not allocate first.
-  const int64_t d = d_model, t = max_seq_len, kw = key_width();
-  Count layer;
-  layer.add({4, d});         // norm1, norm2
-  layer.add({3, d + 1, d});  // query, value, output weights and biases
-  layer.add({kw, d + 1});    // key
-  layer.add({d_ff, d + 1});  // ffn.up
-  layer.add({d, d_ff + 1});  // ffn.down
-  if (mixer == Mixer::Local || (mixer == Mixer::Full && full_bias == FullBias::Table)) {
-    layer.add({t, t});
-  } else if (mixer == Mixer::Conv) {
-    layer.add({n_heads, window});
-  } else if (mixer == Mixer::Full) {
-    layer.add({2, t, bias_rank});
+  // From the tensors of no layer and of one, so that a hostile n_layers allocates nothing. Neither
+  // sum overflows: every size is at most 2^24 and every shape at most 2-D.
+  const auto count = [this](int64_t layers) {
+    ModelConfig c = *this;
+    c.n_layers = layers;
+    int64_t total = 0;
+    for (const TensorSpec& spec : expected_tensors(c)) {
+      int64_t n = 1;
+      for (int64_t dim : spec.shape) n *= dim;
+      total += n;
+    }
+    return total;
+  };
+  const int64_t outside = count(0);
+  int64_t layers = 0;
+  if (__builtin_mul_overflow(n_layers, count(1) - outside, &layers) || layers > kMaxParameters) {
+    return kMaxParameters + 1;
   }
-  layer.times(n_layers);
-
-  Count all;
-  all.add({layer.total()});
-  all.add({vocab_size, d});
-  if (pos_encoding == PosEncoding::Learned) all.add({t, d});
-  all.add({2, d});
-  if (!tied_embeddings) all.add({vocab_size, d});
-  if (head_bias) all.add({vocab_size});
-  return all.total();
+  return std::min(outside + layers, kMaxParameters + 1);
 }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
@@ -251,7 +223,7 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
     add(p + "mixer.value.bias", {d});
     add_linear(p + "mixer.output.weight", {d, d});
     add(p + "mixer.output.bias", {d});
-    if (c.mixer == Mixer::Local || (c.mixer == Mixer::Full && c.full_bias == FullBias::Table)) {
+    if (c.pos_bias_table()) {
       add(p + "mixer.pos_bias", {t, t});
     } else if (c.mixer == Mixer::Conv) {
       add(p + "mixer.pos_bias", {c.n_heads, c.window});

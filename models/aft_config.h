@@ -8,11 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pos_encoding.h"
+
 namespace aft {
 
 enum class Mixer { Simple, Local, Conv, Full };
 enum class Activation { Relu, Gelu };
-enum class PosEncoding { None, Sinusoidal, Learned };
 enum class FullBias { Table, Factorized };
 
 struct ModelConfig {
@@ -42,6 +43,11 @@ struct ModelConfig {
   // The number of weights expected_tensors() adds up to (saturating above 2^40).
   int64_t n_parameters() const;
   int64_t key_width() const { return mixer == Mixer::Conv ? n_heads : d_model; }
+  // Whether each layer's mixer.pos_bias is a [max_seq_len, max_seq_len] table: mixer "local", or
+  // "full" with full_bias "table" (docs/format.md, "Tensors").
+  bool pos_bias_table() const {
+    return mixer == Mixer::Local || (mixer == Mixer::Full && full_bias == FullBias::Table);
+  }
   // Weights of the query, key, value, output and feed-forward products of every layer and of the
   // head (vocab x d), without biases: what decoding a token reads. No overflow: a checked config
   // has at most 2^40 parameters in all.

@@ -3,21 +3,6 @@
 #include "engine/ops/ops.h"
 
 namespace aft {
-namespace {
-
-PositionEncodingKind position_encoding(PosEncoding encoding) {
-  switch (encoding) {
-    case PosEncoding::Sinusoidal:
-      return PositionEncodingKind::Sinusoidal;
-    case PosEncoding::Learned:
-      return PositionEncodingKind::Learned;
-    case PosEncoding::None:
-      break;
-  }
-  return PositionEncodingKind::None;
-}
-
-}  // namespace
 
 AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix) {
   // Every tensor but linear layers' weights is f32.
@@ -54,7 +39,7 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
 
   ValueId x = g.add_node(
       make_embedding_op(
-          weight("embed.weight"), d, config.embed_scale, position_encoding(config.pos_encoding),
+          weight("embed.weight"), d, config.embed_scale, config.pos_encoding,
           config.pos_encoding == PosEncoding::Learned ? weight("pos_embed.weight") : nullptr),
       {}, "embed", d, RowSet::Tokens);
 
@@ -66,8 +51,7 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
     const RowSet after_mixer = i + 1 == config.n_layers ? RowSet::Output : RowSet::Tokens;
 
     PositionBiasWeights bias_weights;
-    if (config.mixer == Mixer::Local || config.mixer == Mixer::Conv ||
-        (config.mixer == Mixer::Full && config.full_bias == FullBias::Table)) {
+    if (config.pos_bias_table() || config.mixer == Mixer::Conv) {
       bias_weights.pos_bias = weight(mixer + ".pos_bias");
     } else if (config.mixer == Mixer::Full) {
       bias_weights.pos_u = weight(mixer + ".pos_u");

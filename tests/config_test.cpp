@@ -356,4 +356,23 @@ TEST(ExpectedTensors, FileOrderAndParameterCount) {
   }
 }
 
+// matmul_parameters() is its own formula (read on every decode step): it must be the linear
+// weights expected_tensors flags, plus the embedding when it is also the head.
+TEST(ExpectedTensors, MatmulParametersAreTheLinearWeights) {
+  for (json c : {config_for("simple"), config_for("local"), config_for("conv"), config_for("full"),
+                 factorized()}) {
+    for (const bool tied : {false, true}) {
+      c["tied_embeddings"] = tied;
+      const ModelConfig config = parse(c);
+      int64_t total = tied ? config.vocab_size * config.d_model : 0;
+      for (const aft::TensorSpec& s : aft::expected_tensors(config)) {
+        int64_t n = 1;
+        for (const int64_t d : s.shape) n *= d;
+        if (s.linear_weight) total += n;
+      }
+      EXPECT_EQ(config.matmul_parameters(), total) << c;
+    }
+  }
+}
+
 }  // namespace

@@ -9,14 +9,14 @@ namespace {
 
 class EmbeddingOp final : public Op {
  public:
-  EmbeddingOp(const float* table, std::size_t width, float scale, PositionEncodingKind positions,
+  EmbeddingOp(const float* table, std::size_t width, float scale, PosEncoding positions,
               const float* learned_positions)
       : table_(table),
         width_(width),
         scale_(scale),
         positions_(positions),
         learned_positions_(learned_positions) {
-    if (positions == PositionEncodingKind::Sinusoidal) {
+    if (positions == PosEncoding::Sinusoidal) {
       const double d = static_cast<double>(width_);
       for (std::size_t c = 0; c < width_; c += 2) {
         frequencies_.push_back(std::exp(-static_cast<double>(c) * std::log(10000.0) / d));
@@ -28,7 +28,7 @@ class EmbeddingOp final : public Op {
 
   void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
     // Per row: a copy, and a sine and a cosine per channel pair for sinusoidal positions.
-    const std::size_t cost = positions_ == PositionEncodingKind::Sinusoidal ? 20 * width_ : width_;
+    const std::size_t cost = positions_ == PosEncoding::Sinusoidal ? 20 * width_ : width_;
     parallel_ranges(out.rows, 1, ctx.n_threads, cost, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r) embed_row(ctx, r, out);
     });
@@ -40,9 +40,9 @@ class EmbeddingOp final : public Op {
     float* y = out.row(r);
     for (std::size_t c = 0; c < width_; ++c) y[c] = embedding[c] * scale_;
     const int64_t position = ctx.position_of(r);
-    if (positions_ == PositionEncodingKind::Learned) {
+    if (positions_ == PosEncoding::Learned) {
       ctx.kernels.add_f32(width_, learned_positions_ + position * width_, y);
-    } else if (positions_ == PositionEncodingKind::Sinusoidal) {
+    } else if (positions_ == PosEncoding::Sinusoidal) {
       add_sinusoid(position, y);
     }
   }
@@ -59,7 +59,7 @@ class EmbeddingOp final : public Op {
   const float* table_;
   std::size_t width_;
   float scale_;
-  PositionEncodingKind positions_;
+  PosEncoding positions_;
   const float* learned_positions_;
   std::vector<double> frequencies_;  // of channel pairs (c, c + 1)
 };
@@ -67,8 +67,7 @@ class EmbeddingOp final : public Op {
 }  // namespace
 
 std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, float scale,
-                                      PositionEncodingKind positions,
-                                      const float* learned_positions) {
+                                      PosEncoding positions, const float* learned_positions) {
   return std::make_unique<EmbeddingOp>(table, width, scale, positions, learned_positions);
 }
 

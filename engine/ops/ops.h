@@ -8,16 +8,15 @@
 
 #include "graph.h"
 #include "kernels/matmul.h"
+#include "models/pos_encoding.h"
 
 namespace aft {
 
 class PositionBias;
 
 // out[r] = table[token_r] * scale + position_encoding(position + r).
-enum class PositionEncodingKind { None, Sinusoidal, Learned };
 std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, float scale,
-                                      PositionEncodingKind positions,
-                                      const float* learned_positions);
+                                      PosEncoding positions, const float* learned_positions);
 
 std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
 

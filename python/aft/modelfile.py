@@ -57,15 +57,35 @@ MIXERS = ("simple", "local", "conv", "full")
 ACTIVATIONS = ("relu", "gelu")
 POS_ENCODINGS = ("none", "sinusoidal", "learned")
 FULL_BIASES = ("table", "factorized")
+# The engine's limits (models/aft_config.cpp), the format's contract: every size at most MAX_DIM,
+# at most MAX_PARAMETERS weights in all. tests/python/test_config_conformance.py holds both sides
+# to the same verdicts.
+MAX_DIM = 2**24
+MAX_PARAMETERS = 2**40
 
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+def _float32(value):
+    """The float32 the engine computes with for a JSON number (None for anything else, and for a
+    number that is not finite as a float32: NaN, infinity, beyond float32's range)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        with np.errstate(over="ignore"):
+            single = np.float32(float(value))
+    except OverflowError:  # an int beyond float64's range
+        return None
+    return single if np.isfinite(single) else None
+
+
+def pos_bias_table(config: dict) -> bool:
+    """Whether each layer's mixer.pos_bias is a [max_seq_len, max_seq_len] table: mixer "local",
+    or "full" with full_bias "table" (the engine's ModelConfig::pos_bias_table)."""
+    return config["mixer"] == "local" or (config["mixer"] == "full"
+                                          and config["full_bias"] == "table")
 
 
 def validate_config(config, strict_keys: bool = False) -> dict:
@@ -101,6 +121,8 @@ def validate_config(config, strict_keys: bool = False) -> dict:
     for key in ("vocab_size", "d_model", "n_layers", "d_ff", "max_seq_len"):
         if not _is_int(config[key]) or config[key] <= 0:
             fail(key, "an integer > 0")
+        if config[key] > MAX_DIM:
+            fail(key, f"an integer <= {MAX_DIM} (the engine's limit)")
     for key in ("window", "n_heads", "bias_rank"):
         if not _is_int(config[key]):
             fail(key, "an integer")
@@ -111,27 +133,32 @@ def validate_config(config, strict_keys: bool = False) -> dict:
     for key in ("tied_embeddings", "head_bias"):
         if not isinstance(config[key], bool):
             fail(key, "true or false")
-    if not _is_number(config["embed_scale"]):
-        fail("embed_scale", "a finite number")
-    if not _is_number(config["norm_eps"]) or config["norm_eps"] <= 0:
-        fail("norm_eps", "a number > 0")
+    # The engine computes in float32: the values must survive the conversion.
+    if _float32(config["embed_scale"]) is None:
+        fail("embed_scale", "a finite number (as a float32)")
+    norm_eps = _float32(config["norm_eps"])
+    if norm_eps is None or norm_eps <= 0:
+        fail("norm_eps", "a number > 0 (as a float32)")
 
     mixer = config["mixer"]
     if mixer in ("local", "conv"):
-        if config["window"] < 1:
-            fail("window", f"an integer >= 1 for mixer \"{mixer}\"")
+        if not 1 <= config["window"] <= MAX_DIM:
+            fail("window", f"an integer in [1, {MAX_DIM}] for mixer \"{mixer}\"")
     elif config["window"] != 0:
         fail("window", f"0 for mixer \"{mixer}\"")
     if mixer == "conv":
-        if config["n_heads"] < 1 or config["d_model"] % config["n_heads"] != 0:
+        if (not 1 <= config["n_heads"] <= MAX_DIM) or config["d_model"] % config["n_heads"] != 0:
             fail("n_heads", f"an integer >= 1 dividing d_model ({config['d_model']})")
     elif config["n_heads"] != 1:
         fail("n_heads", f"1 for mixer \"{mixer}\"")
     if mixer == "full" and config["full_bias"] == "factorized":
-        if config["bias_rank"] < 1:
-            fail("bias_rank", "an integer >= 1 for a factorized full bias")
+        if not 1 <= config["bias_rank"] <= MAX_DIM:
+            fail("bias_rank", f"an integer in [1, {MAX_DIM}] for a factorized full bias")
     elif config["bias_rank"] != 0:
         fail("bias_rank", "0 unless mixer is \"full\" with full_bias \"factorized\"")
+    if n_parameters(config) > MAX_PARAMETERS:
+        raise FormatError(f"config: the model would have more than 2^40 parameters (the engine's "
+                          f"limit), found {n_parameters(config)}")
 
     normalised = {key: config[key] for key in CONFIG_KEYS}
     normalised["embed_scale"] = float(config["embed_scale"])
@@ -181,7 +208,7 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
                   (p + "mixer.key.weight", (key_width, d)), (p + "mixer.key.bias", (key_width,)),
                   (p + "mixer.value.weight", (d, d)), (p + "mixer.value.bias", (d,)),
                   (p + "mixer.output.weight", (d, d)), (p + "mixer.output.bias", (d,))]
-        if mixer == "local" or (mixer == "full" and config["full_bias"] == "table"):
+        if pos_bias_table(config):
             specs.append((p + "mixer.pos_bias", (t_max, t_max)))
         elif mixer == "conv":
             specs.append((p + "mixer.pos_bias", (config["n_heads"], config["window"])))
@@ -197,6 +224,15 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
     if config["head_bias"]:
         specs.append(("head.bias", (vocab,)))
     return specs
+
+
+def n_parameters(config: dict) -> int:
+    """The number of weights of a (validated) config's tensors, without listing every layer's."""
+    def count(layers):
+        return sum(math.prod(shape)
+                   for _, shape in expected_tensors({**config, "n_layers": layers}))
+    outside = count(0)
+    return outside + config["n_layers"] * (count(1) - outside)
 
 
 def check_tensor_set(config: dict, shapes: dict, where: str = "tensors") -> None:
@@ -223,16 +259,29 @@ LINEAR_WEIGHT = re.compile(r"layers\.\d+\.(mixer\.(query|key|value|output)|ffn\.
                            r"|head\.weight")
 
 
+def is_linear_weight(name: str) -> bool:
+    """Whether tensor `name` is a linear layer's weight matrix (the engine's TensorSpec
+    linear_weight; tests/python/test_config_conformance.py compares them)."""
+    return LINEAR_WEIGHT.fullmatch(name) is not None
+
+
 def stored_dtype(name: str, shape, dtype: str) -> str:
     """The dtype tensor `name` gets in a file converted to `dtype`: the linear weights take it (for
     q8_0 only those with a column count that is a multiple of 32), everything else stays f32."""
     if dtype not in DTYPES:
         raise FormatError(f"dtype: expected one of {', '.join(DTYPES)}, found {dtype!r}")
-    if not LINEAR_WEIGHT.fullmatch(name):
+    if not is_linear_weight(name):
         return "f32"
     if dtype == "q8_0" and not (len(shape) == 2 and shape[1] % Q8_0_BLOCK == 0):
         return "f32"
     return dtype
+
+
+def check_dtype(name: str, dtype: str, where: str = "tensors") -> None:
+    """Only the linear weights may be stored as bf16 or q8_0 (the engine refuses any other)."""
+    if dtype != "f32" and not is_linear_weight(name):
+        raise FormatError(f"{where}: tensor \"{name}\": expected f32, found {dtype} (only linear "
+                          f"layers' weights may be bf16 or q8_0)")
 
 
 def file_dtypes(tensors, dtype: str) -> dict:
@@ -384,6 +433,7 @@ def encode_file(config: dict, tokenizer: dict, tensors, metadata: dict | None = 
             stored_nbytes(dtype, array.shape)
         except FormatError as error:
             raise FormatError(f"tensor \"{name}\": {error}") from None
+        check_dtype(name, dtype)
         encoded.append((name, dtype, array.shape, encode_tensor(name, array, dtype)))
     entries = [{"name": name, "dtype": dtype, "shape": list(shape), "offset": 0,
                 "nbytes": len(data), "crc32": _crc32(data)}
@@ -537,6 +587,8 @@ def decode_file(data: bytes, where: str = "model file", verify_checksums: bool =
             raise FormatError(f"{where}: tokenizer has {vocab} tokens, but config.vocab_size is "
                               f"{config['vocab_size']}")
         check_tensor_set(config, {e.name: e.shape for e in entries}, where=where)
+        for entry in entries:
+            check_dtype(entry.name, entry.dtype, where=where)
     return ModelFileContents(config=config, tokenizer=tokenizer, metadata=metadata, header=header,
                              entries=entries, tensors=tensors, planes=planes, file_size=size)
 

@@ -140,11 +140,12 @@ class AftMixer(nn.Module):
         self.window = config["window"]
         self.n_heads = config["n_heads"]
         self.full_bias = config["full_bias"]
+        self.pos_bias_table = modelfile.pos_bias_table(config)
         self.query = nn.Linear(d, d)
         self.key = nn.Linear(d, self.n_heads if self.kind == "conv" else d)
         self.value = nn.Linear(d, d)
         self.output = nn.Linear(d, d)
-        if self.kind == "local" or (self.kind == "full" and self.full_bias == "table"):
+        if self.pos_bias_table:
             self.pos_bias = nn.Parameter(torch.zeros(t_max, t_max))
         elif self.kind == "conv":
             self.pos_bias = nn.Parameter(torch.zeros(self.n_heads, self.window))
@@ -426,7 +427,7 @@ class AftStream:
         """w[t, t'] of the last n positions t' = t-n+1..t, as [n, 1] or [n, d] (conv)."""
         t = self.position
         sources = torch.arange(t - n + 1, t + 1)
-        if mixer.kind == "local" or (mixer.kind == "full" and mixer.full_bias == "table"):
+        if mixer.pos_bias_table:
             return mixer.pos_bias[t, sources][:, None]
         if mixer.kind == "conv":
             per_head = mixer.pos_bias[:, t - sources].t()                  # [n, H]

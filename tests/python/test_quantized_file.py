@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -231,6 +232,16 @@ class ConvertedFiles(unittest.TestCase):
             modelfile.encode_file(self.config, self.tokenizer, tensors,
                                 dtypes=modelfile.file_dtypes(tensors, "bf16"))
         self.assertFalse(out.exists())
+
+    def test_only_linear_weights_are_converted(self):  # the engine refuses any other (model.cpp)
+        tensors = export.model_tensors(self.config, self.state_dict)
+        with self.assertRaisesRegex(FormatError, 'tensor "norm.weight": expected f32, found bf16'):
+            modelfile.encode_file(self.config, self.tokenizer, tensors, dtypes={"norm.weight": "bf16"})
+        with mock.patch.object(modelfile, "is_linear_weight", return_value=True):
+            data = modelfile.encode_file(self.config, self.tokenizer, tensors,
+                                         dtypes={"embed.weight": "bf16"})
+        with self.assertRaisesRegex(FormatError, 'tensor "embed.weight": expected f32, found bf16'):
+            modelfile.decode_file(data)
 
 
 class ReaderRefusals(unittest.TestCase):

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -11,12 +10,6 @@
 
 namespace aft::quantize {
 namespace {
-
-bool is_linear_weight(const std::string& name) {
-  static const std::regex linear_weight(
-      R"(layers\.\d+\.(mixer\.(query|key|value|output)|ffn\.(up|down))\.weight|head\.weight)");
-  return std::regex_match(name, linear_weight);
-}
 
 [[noreturn]] void refuse(const std::string& path, const TensorInfo& tensor, std::size_t index,
                          float value, const std::string& why) {
@@ -29,10 +22,10 @@ bool is_linear_weight(const std::string& name) {
 
 }  // namespace
 
-DType stored_dtype(const TensorInfo& tensor, DType dtype) {
-  if (!is_linear_weight(tensor.name)) return DType::F32;
-  const bool whole_blocks =
-      tensor.shape.size() == 2 && static_cast<uint64_t>(tensor.shape[1]) % kQ8_0BlockSize == 0;
+DType stored_dtype(const TensorInfo& tensor, bool linear_weight, DType dtype) {
+  if (!linear_weight) return DType::F32;
+  const bool whole_blocks = tensor.shape.size() == 2 &&
+                            static_cast<uint64_t>(tensor.shape[1]) % kernels::kQ8BlockSize == 0;
   if (dtype == DType::Q8_0 && !whole_blocks) return DType::F32;
   return dtype;
 }

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +45,12 @@ void quantize_model(const std::string& in_path, const std::string& out_path, DTy
                     cli::Progress& progress) {
   progress.show("checking " + in_path);
   const ModelFile in = ModelFile::open(in_path, /*verify_checksums=*/true);
-  ModelConfig::from_json(in.config(), in_path);  // an AFT model, not just any container
+  // An AFT model, not just any container; its config says which tensors are linear weights.
+  const ModelConfig config = ModelConfig::from_json(in.config(), in_path);
+  std::unordered_set<std::string> linear_weights;
+  for (const TensorSpec& spec : expected_tensors(config)) {
+    if (spec.linear_weight) linear_weights.insert(spec.name);
+  }
   refuse_quantized(in);
   refuse_overwriting(in_path, out_path);
 
@@ -54,7 +61,7 @@ void quantize_model(const std::string& in_path, const std::string& out_path, DTy
   std::vector<DType> dtypes;
   for (std::size_t i = 0; i < in.tensors().size(); ++i) {
     const TensorInfo& t = in.tensors()[i];
-    dtypes.push_back(stored_dtype(t, dtype));
+    dtypes.push_back(stored_dtype(t, linear_weights.count(t.name) != 0, dtype));
     if (dtypes.back() == DType::F32) continue;
     entries[i]["dtype"] = dtype_name(dtypes.back());
     entries[i]["nbytes"] = *stored_bytes(dtypes.back(), t.element_count());
