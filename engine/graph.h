@@ -55,7 +55,6 @@ struct ExecContext {
 class Op {
  public:
   virtual ~Op() = default;
-  virtual const char* name() const = 0;
   // inputs are sliced to out.rows rows (the last ones) when the node produces output rows.
   virtual void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                    const Tensor& out) const = 0;
@@ -73,7 +72,6 @@ class Op {
 using ValueId = std::size_t;
 
 struct Value {
-  std::string name;
   std::size_t width;
   RowSet rows;
 };
@@ -86,7 +84,8 @@ struct Node {
 
 class Graph {
  public:
-  ValueId add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std::string name,
+  // name: for the messages of a malformed graph.
+  ValueId add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, const std::string& name,
                    std::size_t width, RowSet rows);
   void set_output(ValueId value) { output_ = value; }
 

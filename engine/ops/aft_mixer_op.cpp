@@ -76,8 +76,6 @@ class AftMixerOp final : public Op {
   AftMixerOp(std::size_t layer, std::size_t key_width, const PositionBias& bias)
       : layer_(layer), key_width_(key_width), bias_(bias), window_(bias.window()) {}
 
-  const char* name() const override { return "aft_mixer"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     if (ctx.batch_states) {

@@ -21,8 +21,6 @@ class LinearOp final : public Op {
         post_(post),
         matmul_(in_width, out_width, w, bias, post) {}
 
-  const char* name() const override { return "linear"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
