@@ -9,7 +9,9 @@ void Op::prepare(const ExecContext&, std::size_t) const {}
 void Op::run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
                      Team team) const {
   if (team.id != 0) return;
-  const ExecContext alone{ctx.kernels, 1, ctx.position, ctx.tokens, ctx.state};
+  ExecContext alone = ctx;
+  alone.n_threads = 1;
+  alone.one_region = false;
   run(alone, inputs, out);
 }
 
