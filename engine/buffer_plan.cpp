@@ -1,13 +1,8 @@
 #include "buffer_plan.h"
 
 #include <limits>
-#include <numeric>
 
 namespace aft {
-
-std::size_t BufferPlan::floats_per_row() const {
-  return std::accumulate(buffer_widths.begin(), buffer_widths.end(), std::size_t{0});
-}
 
 BufferPlan plan_buffers(const Graph& graph) {
   const auto& values = graph.values();

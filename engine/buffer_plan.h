@@ -12,8 +12,6 @@ namespace aft {
 struct BufferPlan {
   std::vector<std::size_t> buffer_widths;  // floats per row of each buffer
   std::vector<std::size_t> value_buffer;   // buffer index of each value
-
-  std::size_t floats_per_row() const;
 };
 
 BufferPlan plan_buffers(const Graph& graph);

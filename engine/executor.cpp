@@ -7,6 +7,12 @@
 namespace aft {
 namespace {
 
+// The inputs of the node being run: in the session's scratch (per thread), so that a call
+// allocates nothing for them once one has run.
+struct NodeInputs {
+  std::vector<Tensor> tensors;
+};
+
 // What one node reads and writes for a call of `rows` token rows and `output_rows` output rows.
 class NodeTensors {
  public:
@@ -48,7 +54,7 @@ class NodeTensors {
 // team, a barrier between ops, instead of a region per op. An exception stops no thread early
 // (every thread reaches every barrier); the first one is rethrown after the region.
 void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const ExecContext& ctx) {
-  std::vector<Tensor> inputs;
+  std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
   for (const Node& node : graph.nodes()) {
     const Tensor out = tensors.gather(node, inputs);
     if (out.rows > 0) node.op->prepare(ctx, out.rows);
@@ -57,10 +63,10 @@ void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const
 #pragma omp parallel num_threads(ctx.n_threads)
   {
     const Team team{omp_get_thread_num(), omp_get_num_threads()};
-    std::vector<Tensor> node_inputs;
     for (const Node& node : graph.nodes()) {
       if (tensors.rows_of(node.output) == 0) continue;
       error.run([&] {
+        std::vector<Tensor>& node_inputs = ctx.scratch.local<NodeInputs>().tensors;
         const Tensor out = tensors.gather(node, node_inputs);
         node.op->run_in_team(ctx, node_inputs, out, team);
       });
@@ -78,7 +84,7 @@ Tensor execute(const Graph& graph, const BufferPlan& plan, const std::vector<flo
   if (ctx.one_region && ctx.n_threads > 1) {
     execute_in_one_region(graph, tensors, ctx);
   } else {
-    std::vector<Tensor> inputs;
+    std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
     for (const Node& node : graph.nodes()) {
       const Tensor out = tensors.gather(node, inputs);
       if (out.rows > 0) node.op->run(ctx, inputs, out);

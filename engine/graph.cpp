@@ -9,12 +9,14 @@ void Op::prepare(const ExecContext&, std::size_t) const {}
 void Op::run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
                      Team team) const {
   if (team.id != 0) return;
-  const ExecContext alone{ctx.kernels, 1, ctx.position, ctx.tokens, ctx.state};
+  ExecContext alone = ctx;
+  alone.n_threads = 1;
+  alone.one_region = false;
   run(alone, inputs, out);
 }
 
-ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std::string name,
-                        std::size_t width, RowSet rows) {
+ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs,
+                        const std::string& name, std::size_t width, RowSet rows) {
   for (ValueId input : inputs) {
     if (input >= values_.size()) {
       throw Error(AFT_ERR_INTERNAL, "graph: node " + name + " reads an undefined value");
@@ -24,7 +26,7 @@ ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std
     }
   }
   const ValueId id = values_.size();
-  values_.push_back(Value{std::move(name), width, rows});
+  values_.push_back(Value{width, rows});
   nodes_.push_back(Node{std::move(op), std::move(inputs), id});
   return id;
 }

@@ -11,6 +11,7 @@
 
 #include "kernels/kernels.h"
 #include "parallel.h"
+#include "scratch.h"
 #include "session_state.h"
 #include "tensor.h"
 
@@ -23,39 +24,43 @@ class StateRollback;
 // is per row, so it only runs on output rows.
 enum class RowSet { Tokens, Output };
 
-// A call's context. Before it, the session gave every layer's state the rows the call's positions
-// need (StateRollback::begin): ops do not allocate state.
+// One sequence of a call: its state, and where the mixers save what they change beyond what the
+// session saved before the call (state_rollback.h).
+struct Sequence {
+  SessionState* state;
+  StateRollback* rollback;
+};
+
+// A call's context: a batch of rows, each the token of a sequence. A session's call has one
+// sequence, whose next tokens the rows are, in order (row r at the sequence's position + r); a
+// batch decode (aft_batch_decode) one per row, row r the next token of sequences[r]. Before the
+// call, the session gave every sequence's state the rows the call's positions need
+// (StateRollback::begin): ops do not allocate state.
 struct ExecContext {
   const kernels::KernelTable& kernels;
   int n_threads;
-  int64_t position;       // of the first token of this call
   const int32_t* tokens;  // the call's tokens, already validated
-  SessionState& state;
+  const Sequence* sequences;
+  std::size_t n_sequences;  // 1, or the call's rows
+  Scratch& scratch;         // the ops' working memory (scratch.h)
   // Run this one-token call's ops in a single parallel region (executor.cpp).
   bool one_region = false;
-  // A batch decode (aft_batch_decode): row r is the next token of another sequence, whose state
-  // is batch_states[r]. Null: every row is a token of `state`.
-  SessionState* const* batch_states = nullptr;
-  // Where the mixers save what they change beyond what the session saved before the call
-  // (state_rollback.h): of `state`, or of batch_states[r] (batch_rollbacks[r]).
-  StateRollback* rollback = nullptr;
-  StateRollback* const* batch_rollbacks = nullptr;
 
-  SessionState& state_of(std::size_t row) const {
-    return batch_states ? *batch_states[row] : state;
-  }
-  StateRollback* rollback_of(std::size_t row) const {
-    return batch_states ? batch_rollbacks[row] : rollback;
-  }
+  // Whether every row is a token of one sequence (a prompt's rows see each other).
+  bool one_sequence() const { return n_sequences == 1; }
+  const Sequence& sequence_of(std::size_t row) const { return sequences[one_sequence() ? 0 : row]; }
+  SessionState& state_of(std::size_t row) const { return *sequence_of(row).state; }
+  StateRollback* rollback_of(std::size_t row) const { return sequence_of(row).rollback; }
+  // The position of row's token: its sequence's position (before the call) plus the rows of the
+  // sequence before it.
   int64_t position_of(std::size_t row) const {
-    return batch_states ? batch_states[row]->position : position + static_cast<int64_t>(row);
+    return state_of(row).position + (one_sequence() ? static_cast<int64_t>(row) : 0);
   }
 };
 
 class Op {
  public:
   virtual ~Op() = default;
-  virtual const char* name() const = 0;
   // inputs are sliced to out.rows rows (the last ones) when the node produces output rows.
   virtual void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                    const Tensor& out) const = 0;
@@ -64,7 +69,8 @@ class Op {
   // op on one thread, before the region (what must not race: growing state, flags); then every
   // thread of the team calls run_in_team() for each op in turn, with a barrier after each. An op
   // does its share of the work, split as run() would split it over team.size threads, so the
-  // results are the same bits. The default: thread 0 runs run() alone.
+  // results are the same bits. The default: thread 0 runs run() alone (the same context, on one
+  // thread).
   virtual void prepare(const ExecContext& ctx, std::size_t rows) const;
   virtual void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                            const Tensor& out, Team team) const;
@@ -73,7 +79,6 @@ class Op {
 using ValueId = std::size_t;
 
 struct Value {
-  std::string name;
   std::size_t width;
   RowSet rows;
 };
@@ -86,7 +91,8 @@ struct Node {
 
 class Graph {
  public:
-  ValueId add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, std::string name,
+  // name: for the messages of a malformed graph.
+  ValueId add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs, const std::string& name,
                    std::size_t width, RowSet rows);
   void set_output(ValueId value) { output_ = value; }
 

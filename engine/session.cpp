@@ -127,7 +127,9 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
 
   const ComputeThreads threads(n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  const Sequence sequence{&state_, &rollback_};
   try {
+    scratch_.begin_call(threads.count());
     rollback_.begin(state_, n_tokens);
   } catch (...) {
     rethrow_unchanged("the session is unchanged");
@@ -151,9 +153,8 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       // over the same threads with a barrier between them, not a fork and join each.
       const bool one_region =
           rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
-      ExecContext ctx{runtime_kernels(), threads.count(), state_.position,
-                      tokens + done,     state_,          one_region};
-      ctx.rollback = &rollback_;
+      const ExecContext ctx{runtime_kernels(), threads.count(), tokens + done, &sequence, 1,
+                            scratch_,          one_region};
       const Tensor out =
           execute(model_.graph(), model_.buffer_plan(), buffer_pointers_, ctx, rows, output_rows);
       if (output_rows > 0) {
@@ -199,18 +200,24 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
   Session& lead = *sessions[0];
   const ComputeThreads threads(lead.n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(lead.model_.config().vocab_size);
-  std::vector<StateRollback*> rollbacks(n);
+  std::vector<Sequence> sequences(n);
   std::size_t begun = 0;
   try {
+    lead.scratch_.begin_call(threads.count());
     for (; begun < n; ++begun) {
-      rollbacks[begun] = &sessions[begun]->rollback_;
-      rollbacks[begun]->begin(*states[begun], 1);
+      sequences[begun] = Sequence{states[begun], &sessions[begun]->rollback_};
+      sequences[begun].rollback->begin(*states[begun], 1);
     }
     for (std::size_t done = 0; done < n;) {
       const std::size_t rows = std::min(kMaxChunkRows, n - done);
-      ExecContext ctx{runtime_kernels(),   threads.count(), 0, tokens + done, lead.state_, false,
-                      states.data() + done};
-      ctx.batch_rollbacks = rollbacks.data() + done;
+      // A sequence per row (a chunk of one row is also a sequence's next token alone).
+      const ExecContext ctx{runtime_kernels(),
+                            threads.count(),
+                            tokens + done,
+                            sequences.data() + done,
+                            rows,
+                            lead.scratch_,
+                            false};
       const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
       const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
                                  lead.buffer_pointers_, ctx, rows, output_rows);
@@ -221,10 +228,10 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
       done += rows;
     }
   } catch (...) {
-    for (std::size_t i = 0; i < begun; ++i) rollbacks[i]->restore();
+    for (std::size_t i = 0; i < begun; ++i) sequences[i].rollback->restore();
     rethrow_unchanged("no session changed");
   }
-  for (StateRollback* rollback : rollbacks) rollback->commit();
+  for (const Sequence& sequence : sequences) sequence.rollback->commit();
 }
 
 }  // namespace aft

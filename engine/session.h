@@ -9,6 +9,7 @@
 #include "aft.h"
 #include "aligned_buffer.h"
 #include "model.h"
+#include "scratch.h"
 #include "session_state.h"
 #include "state_rollback.h"
 
@@ -62,6 +63,7 @@ class Session {
   void* abort_data_ = nullptr;
   SessionState state_;
   StateRollback rollback_;  // what a failing call restores
+  Scratch scratch_;         // the ops' working memory, kept from call to call
   std::vector<AlignedBuffer> buffers_;
   std::vector<float*> buffer_pointers_;
 };

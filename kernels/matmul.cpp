@@ -128,11 +128,10 @@ struct Matmul::Impl {
   static_assert(kMatmulBlockColumns % kQ8GroupRows == 0 &&
                     kMatmulBlockColumns % kBf16GroupRows == 0,
                 "a column block is whole groups of packed weights");
-  // Rows [column, column + width) of W as f32: in place, or widened into the calling thread's
-  // buffer (exactly: the dequantization kernels give the same bits on every ISA).
-  float* f32_weights(std::size_t column, std::size_t width) const {
+  // Rows [column, column + width) of W as f32: in place, or widened into `widened` (exactly: the
+  // dequantization kernels give the same bits on every ISA).
+  float* f32_weights(std::size_t column, std::size_t width, std::vector<float>& widened) const {
     if (w.type == WeightType::F32) return const_cast<float*>(w.f32_rows(column, k));
-    thread_local std::vector<float> widened;
     if (widened.size() < width * k) widened.resize(width * k);
     const KernelTable& kernels = active_kernels();
     if (w.type == WeightType::BF16) {
@@ -145,14 +144,16 @@ struct Matmul::Impl {
   }
 
   // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
-  // the calling thread's block buffer, then copied (or added to the residual) to its place in y.
+  // the thread's scratch, then copied (or added to the residual) to its place in y.
   void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
-                 const float* x, float* y, const float* residual) const {
-    thread_local std::vector<float> block;
+                 const float* x, float* y, const float* residual,
+                 MatmulScratch::Slot& scratch) const {
+    std::vector<float>& block = scratch.block;
     if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
     const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
-    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine, f32_weights(column, width));
+    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
+                         f32_weights(column, width, scratch.widened));
     const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
@@ -214,6 +215,12 @@ Matmul& Matmul::operator=(Matmul&&) noexcept = default;
 
 void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
                  const float* residual) const {
+  MatmulScratch scratch;
+  run(m, x, y, n_threads, residual, scratch);
+}
+
+void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const float* residual,
+                 MatmulScratch& scratch) const {
   if (m == 0) return;
   Impl& impl = *impl_;
   if (m > kMaxDim) {
@@ -239,6 +246,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
       std::max<std::size_t>(1, m * impl.k * impl.n / kMinMultiplyAddsPerThread);
   const int threads =
       static_cast<int>(std::min({static_cast<std::size_t>(std::max(n_threads, 1)), blocks, worth}));
+  scratch.reserve_threads(static_cast<std::size_t>(threads));
   FirstException error;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t b = 0; b < blocks; ++b) {
@@ -252,7 +260,8 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads,
     error.run([&] {
       impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
                      x + row * impl.k, y + row * impl.n,
-                     residual ? residual + row * impl.n : nullptr);
+                     residual ? residual + row * impl.n : nullptr,
+                     scratch.slot(static_cast<std::size_t>(omp_get_thread_num())));
     });
   }
   try {

@@ -1,8 +1,8 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
 // W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
-// place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a time,
-// into the block's thread, just before its product (oneDNN 2.6 has no q8_0, and its bf16 products
-// would round the activations to bf16 too).
+// place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a
+// time, into the scratch of the block's thread, just before its product (oneDNN 2.6 has no q8_0,
+// and its bf16 products would round the activations to bf16 too).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns and, for narrow products (fewer than kWholeRowsMinColumnBlocks column
@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/matmul_scratch.h"
 #include "kernels/weight_matrix.h"
 
 namespace aft::kernels {
@@ -40,7 +41,11 @@ class Matmul {
   // Runs the column blocks on up to n_threads OpenMP threads. Thread-safe; call from serial code
   // (it opens its own parallel region; oneDNN never starts threads of its own). residual: null,
   // or [M, N] added to the result as each block is written (a transformer's skip connection,
-  // without a pass of its own over y).
+  // without a pass of its own over y). scratch: the threads' working memory, the caller's (one
+  // call at a time on it).
+  void run(std::size_t m, const float* x, float* y, int n_threads, const float* residual,
+           MatmulScratch& scratch) const;
+  // The same with working memory of this call's own (allocated and freed by the call).
   void run(std::size_t m, const float* x, float* y, int n_threads,
            const float* residual = nullptr) const;
 

@@ -57,8 +57,8 @@ void merge_row(std::size_t width, float row_max, const float* __restrict key_max
   }
 }
 
-// Grows buffer to at least n floats. Scratch is per thread and kept from call to call: a prefill
-// would otherwise spend much of its time on fresh pages.
+// Grows buffer to at least n floats. Scratch (the session's, per thread) is kept from call to call:
+// a prefill would otherwise spend much of its time on fresh pages.
 float* at_least(AlignedBuffer& buffer, std::size_t n) {
   if (buffer.size() < n) buffer = AlignedBuffer(n);
   return buffer.data();
@@ -67,6 +67,11 @@ double* at_least(AlignedDoubles& buffer, std::size_t n) {
   if (buffer.size() < n) buffer.resize(n);
   return buffer.data();
 }
+
+// The chunk's bias weights, shared by the threads: exp(w - rho) per row and key block, and rho.
+struct BiasRows {
+  AlignedBuffer exp_bias, bias_max;
+};
 
 // A thread's working memory for one channel block at a time.
 struct ChannelBlockScratch {
@@ -99,23 +104,23 @@ class FullPrefill {
         out_(out),
         rows_(out.rows),
         d_(out.width),
-        first_(static_cast<std::size_t>(ctx.position)),
+        first_(static_cast<std::size_t>(ctx.position_of(0))),
         positions_(first_ + rows_),
         key_blocks_((positions_ + kKeyBlock - 1) / kKeyBlock),
         bias_stride_(key_blocks_ * kKeyBlock) {}
 
   void run() {
     store_rows();
-    thread_local AlignedBuffer exp_bias_buffer, bias_max_buffer;
-    exp_bias_ = at_least(exp_bias_buffer, rows_ * bias_stride_);
-    bias_max_ = at_least(bias_max_buffer, rows_ * key_blocks_);
+    BiasRows& bias_rows = ctx_.scratch.local<BiasRows>();
+    exp_bias_ = at_least(bias_rows.exp_bias, rows_ * bias_stride_);
+    bias_max_ = at_least(bias_rows.bias_max, rows_ * key_blocks_);
     // Per row: a bias and an exp per earlier position.
     parallel_ranges(rows_, 1, ctx_.n_threads, positions_ * 16,
                     [&](std::size_t r0, std::size_t r1) { fill_bias_rows(r0, r1); });
     // Per channel: two multiply-adds per pair of positions.
     parallel_ranges(d_, kChannelBlock, ctx_.n_threads, rows_ * positions_,
                     [&](std::size_t c0, std::size_t c1) {
-                      thread_local ChannelBlockScratch scratch;
+                      ChannelBlockScratch& scratch = ctx_.scratch.local<ChannelBlockScratch>();
                       scratch.reserve(rows_);
                       for (std::size_t c = c0; c < c1; c += kChannelBlock) {
                         run_channel_block(c, std::min(kChannelBlock, c1 - c), scratch);

@@ -53,7 +53,7 @@ struct BlockState {
   StateRollback* rollback = nullptr;
 };
 
-// A segment's private ring and sums for one channel block (thread-local, kept between calls).
+// A segment's private ring and sums for one channel block (per thread, in the session's scratch).
 struct SegmentRing {
   ChannelBlockedRows keys, values, scaled;
   alignas(64) double m[ChannelBlockedRows::kBlock], a[ChannelBlockedRows::kBlock],
@@ -61,8 +61,13 @@ struct SegmentRing {
   alignas(64) float frame[ChannelBlockedRows::kBlock];
 };
 
+// The scan's partial sums of every (segment, channel block) unit (run_segments).
+struct SegmentPartials {
+  AlignedDoubles sums;
+};
+
 // The window's entries t' = first..t of one channel block, oldest first, with their weights.
-// Per thread: the vectors keep their capacity from token to token.
+// Per thread, in the session's scratch: the vectors keep their capacity from token to token.
 struct Window {
   std::size_t entries = 0;
   int64_t first = 0;
@@ -76,26 +81,24 @@ class AftMixerOp final : public Op {
   AftMixerOp(std::size_t layer, std::size_t key_width, const PositionBias& bias)
       : layer_(layer), key_width_(key_width), bias_(bias), window_(bias.window()) {}
 
-  const char* name() const override { return "aft_mixer"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
-    if (ctx.batch_states) {
+    if (!ctx.one_sequence()) {
       run_batch(ctx, inputs, out);
       return;
     }
-    MixerState& state = ctx.state.layers[layer_];
+    MixerState& state = ctx.state_of(0).layers[layer_];
     // Several tokens that see every earlier position with a bias shared by the channels (AFT-full,
     // or a local model's first window): matrix products instead of one step per pair.
-    if (out.rows > 1 && ctx.position + static_cast<int64_t>(out.rows) <= window_ &&
-        !bias_.per_channel(0) && key_width_ == out.width) {
+    if (out.rows > 1 && end_position(ctx, out.rows) <= window_ && !bias_.per_channel(0) &&
+        key_width_ == out.width) {
       run_full_prefill(ctx, bias_, inputs[0], inputs[1], inputs[2], state, out);
       state.frame_valid = false;  // it stores keys without the window's frame
       return;
     }
     const SharedWindowWeights* shared = nullptr;
     if (window_ > 0 && !bias_.per_channel_max()) {
-      thread_local SharedWindowWeights weights;
+      SharedWindowWeights& weights = ctx.scratch.local<SharedWindowWeights>();
       fill_shared_weights(ctx, out.rows, weights);
       shared = &weights;
     }
@@ -109,17 +112,20 @@ class AftMixerOp final : public Op {
     parallel_ranges(Blocks::blocks_of(out.width), 1, ctx.n_threads, block_cost(ctx, out.rows),
                     [&](std::size_t begin, std::size_t end) {
                       for (std::size_t block = begin; block < end; ++block) {
-                        const BlockState view = session_block(state, block, ctx.rollback);
+                        const BlockState view = session_block(state, block, ctx.rollback_of(0));
                         run_block(ctx, inputs, out, view, shared, reframe, block, 0, out.rows);
                       }
                     });
     state.frame_valid = true;
   }
 
-  void prepare(const ExecContext& ctx, std::size_t) const override {
-    MixerState& state = ctx.state.layers[layer_];
-    state.reframe_pending = !state.frame_valid;
-    state.frame_valid = true;
+  void prepare(const ExecContext& ctx, std::size_t rows) const override {
+    // Each sequence once: a sequence's rows share its state.
+    for (std::size_t r = 0; r < (ctx.one_sequence() ? 1 : rows); ++r) {
+      MixerState& state = ctx.state_of(r).layers[layer_];
+      state.reframe_pending = !state.frame_valid;
+      state.frame_valid = true;
+    }
   }
 
   // One token (the only use of a team): run()'s split of the channel blocks.
@@ -129,19 +135,19 @@ class AftMixerOp final : public Op {
       Op::run_in_team(ctx, inputs, out, team);
       return;
     }
-    MixerState& state = ctx.state.layers[layer_];
+    MixerState& state = ctx.state_of(0).layers[layer_];
     team_ranges(Blocks::blocks_of(out.width), 1, team, block_cost(ctx, out.rows),
                 [&](std::size_t begin, std::size_t end) {
                   const SharedWindowWeights* shared = nullptr;
                   if (window_ > 0 && !bias_.per_channel_max()) {
                     // Each thread with blocks its own copy: one row, an exp per entry.
-                    thread_local SharedWindowWeights weights;
+                    SharedWindowWeights& weights = ctx.scratch.local<SharedWindowWeights>();
                     fill_shared_weights(ctx, out.rows, weights);
                     shared = &weights;
                   }
                   for (std::size_t block = begin; block < end; ++block) {
-                    run_block(ctx, inputs, out, session_block(state, block, ctx.rollback), shared,
-                              state.reframe_pending, block, 0, out.rows);
+                    run_block(ctx, inputs, out, session_block(state, block, ctx.rollback_of(0)),
+                              shared, state.reframe_pending, block, 0, out.rows);
                   }
                 });
   }
@@ -155,7 +161,7 @@ class AftMixerOp final : public Op {
 
   // One past the last position of the call's rows.
   static int64_t end_position(const ExecContext& ctx, std::size_t rows) {
-    if (!ctx.batch_states) return ctx.position + static_cast<int64_t>(rows);
+    if (ctx.one_sequence()) return ctx.position_of(0) + static_cast<int64_t>(rows);
     int64_t end = 0;
     for (std::size_t r = 0; r < rows; ++r) end = std::max(end, ctx.position_of(r) + 1);
     return end;
@@ -167,7 +173,7 @@ class AftMixerOp final : public Op {
                  const Tensor& out) const {
     const SharedWindowWeights* shared = nullptr;
     if (window_ > 0 && !bias_.per_channel_max()) {
-      thread_local SharedWindowWeights weights;
+      SharedWindowWeights& weights = ctx.scratch.local<SharedWindowWeights>();
       fill_shared_weights(ctx, out.rows, weights);
       shared = &weights;
     }
@@ -230,13 +236,12 @@ class AftMixerOp final : public Op {
     const std::size_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
     const std::size_t units = segments * blocks;  // unit u: segment u / blocks, block u % blocks
     constexpr std::size_t kStride = 3 * Blocks::kBlock;
-    // Per unit: its segment's partial (m, a, b); the last segment's holds the final state.
-    // (Thread-local: kept from call to call. The lambdas below use the pointer: named there, the
-    // variable would be each worker thread's own.)
-    thread_local AlignedDoubles partials_buffer;
+    // Per unit: its segment's partial (m, a, b); the last segment's holds the final state. The
+    // calling thread's scratch, shared by the threads below (through the pointer).
+    AlignedDoubles& partials_buffer = ctx.scratch.local<SegmentPartials>().sums;
     partials_buffer.resize(units * kStride);
     double* const partials = partials_buffer.data();
-    const int64_t first_position = ctx.position;
+    const int64_t first_position = ctx.position_of(0);
     const auto segment_rows = [&](std::size_t segment) {
       const std::size_t r0 = segment * kSegmentRows;
       return std::make_pair(r0, std::min(out.rows, r0 + kSegmentRows));
@@ -286,9 +291,12 @@ class AftMixerOp final : public Op {
     const std::size_t window_cost =
         Blocks::kBlock * kSegmentRows * (10 + 4 * static_cast<std::size_t>(window_));
     parallel_ranges(units, 1, ctx.n_threads, window_cost, [&](std::size_t u0, std::size_t u1) {
-      thread_local SegmentRing ring;
+      SegmentRing& ring = ctx.scratch.local<SegmentRing>();
       alignas(64) float key_buffer[Blocks::kBlock];
-      if (window_ > 0 && ring.keys.rows() != state.capacity) {
+      // All three checked: a resize that ran out of memory may have left one of them behind.
+      if (window_ > 0 &&
+          (ring.keys.rows() != state.capacity || ring.values.rows() != state.capacity ||
+           ring.scaled.rows() != state.capacity)) {
         ring.keys.resize(state.capacity, Blocks::kBlock);
         ring.values.resize(state.capacity, Blocks::kBlock);
         ring.scaled.resize(state.capacity, Blocks::kBlock);
@@ -362,7 +370,7 @@ class AftMixerOp final : public Op {
     double* const b = v.b;
     // Per token: the window sums, and the largest bias of the window per channel.
     alignas(64) float sa[Blocks::kBlock], sb[Blocks::kBlock], top_row[Blocks::kBlock];
-    thread_local Window w;
+    Window& w = ctx.scratch.local<Window>();
 
     for (std::size_t r = r_begin; r < r_end; ++r) {
       const int64_t t = ctx.position_of(r);

@@ -24,8 +24,6 @@ class EmbeddingOp final : public Op {
     }
   }
 
-  const char* name() const override { return "embedding"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
     // Per row: a copy, and a sine and a cosine per channel pair for sinusoidal positions.
     const std::size_t cost = positions_ == PosEncoding::Sinusoidal ? 20 * width_ : width_;

@@ -9,8 +9,6 @@ class LayerNormOp final : public Op {
   LayerNormOp(const float* gamma, const float* beta, float eps)
       : gamma_(gamma), beta_(beta), eps_(eps) {}
 
-  const char* name() const override { return "layer_norm"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];

@@ -10,6 +10,12 @@ namespace {
 // Output rows per thread range start at multiples of this (see parallel.h).
 constexpr std::size_t kRowAlign = 64;
 
+// A thread's copy of the input rows in 8-bit blocks, for q8_0 weights (in the session's scratch).
+struct QuantizedInput {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+};
+
 class LinearOp final : public Op {
  public:
   LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w, const float* bias,
@@ -21,14 +27,13 @@ class LinearOp final : public Op {
         post_(post),
         matmul_(in_width, out_width, w, bias, post) {}
 
-  const char* name() const override { return "linear"; }
-
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
-    if (out.rows != 1 && !ctx.batch_states) {
-      matmul_.run(out.rows, in.data, out.data, ctx.n_threads, residual);
+    if (out.rows != 1 && ctx.one_sequence()) {
+      matmul_.run(out.rows, in.data, out.data, ctx.n_threads, residual,
+                  ctx.scratch.local<kernels::MatmulScratch>());
       return;
     }
     // One token per sequence: matrix-vector products, bound by reading the weights once (for
@@ -81,19 +86,21 @@ class LinearOp final : public Op {
       case kernels::WeightType::Q8_0: {
         // Integer dot products need the activations in 8-bit blocks too: each thread quantizes
         // the (short) input rows itself rather than wait for one that does.
-        thread_local std::vector<int8_t> xq;
-        thread_local std::vector<float> xd;
+        QuantizedInput& x = ctx.scratch.local<QuantizedInput>();
         const std::size_t values = out.rows * in_width_;
-        if (xq.size() < values) xq.resize(values);
-        if (xd.size() < values / kernels::kQ8BlockSize) xd.resize(values / kernels::kQ8BlockSize);
-        k.quantize_q8_0(values, in.data, xq.data(), xd.data());
+        if (x.values.size() < values) x.values.resize(values);
+        if (x.scales.size() < values / kernels::kQ8BlockSize) {
+          x.scales.resize(values / kernels::kQ8BlockSize);
+        }
+        const int8_t* xq = x.values.data();
+        const float* xd = x.scales.data();
+        k.quantize_q8_0(values, in.data, x.values.data(), x.scales.data());
         const int8_t* wq = w_.q8_rows(begin, in_width_);
         const float* wd = w_.q8_scales(begin, in_width_);
         if (out.rows == 1) {
-          k.gemv_q8_0(n, in_width_, wq, wd, xq.data(), xd.data(), bias, y);
+          k.gemv_q8_0(n, in_width_, wq, wd, xq, xd, bias, y);
         } else {
-          k.gemv_batch_q8_0(n, in_width_, wq, wd, out.rows, xq.data(), xd.data(), bias, y,
-                            out_width_);
+          k.gemv_batch_q8_0(n, in_width_, wq, wd, out.rows, xq, xd, bias, y, out_width_);
         }
         break;
       }

@@ -1,0 +1,30 @@
+// The working memory of Matmul::run, owned by its caller (a session's scratch, engine/scratch.h):
+// per thread of a call, the f32 weights of the column block it computes (bf16 and q8_0 widened)
+// and the block's result. Each grows to the largest block it has held and is reused: a product
+// allocates nothing once one of its shape has run.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace aft::kernels {
+
+class MatmulScratch {
+ public:
+  struct Slot {
+    std::vector<float> widened;  // a column block's weights as f32
+    std::vector<float> block;    // a block's rows of the product, before they are written to y
+  };
+
+  // Slots for threads [0, n): from the calling thread, before the parallel region.
+  void reserve_threads(std::size_t n) {
+    if (slots_.size() < n) slots_.resize(n);
+  }
+  // Thread `thread` of the region's slot; only that thread uses it.
+  Slot& slot(std::size_t thread) { return slots_[thread]; }
+
+ private:
+  std::vector<Slot> slots_;
+};
+
+}  // namespace aft::kernels
