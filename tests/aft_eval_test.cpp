@@ -1,7 +1,7 @@
 // aft-eval as a user meets it: its figures equal the PyTorch reference's on the fixture text
-// (aft.eval_reference, python/aft/eval_reference.py, written by tests/fixtures/make_fixtures.py into
-// eval_text.measures.json) for windowed and one-stream models, byte and char tokenizers; a model
-// against itself diverges by 0; bad files and command lines are refused with clear messages.
+// (aft.eval_reference, python/aft/eval_reference.py, written by tests/fixtures/make_fixtures.py
+// into eval_text.measures.json) for windowed and one-stream models, byte and char tokenizers; a
+// model against itself diverges by 0; bad files and command lines are refused with clear messages.
 #include <gtest/gtest.h>
 
 #include <cmath>
