@@ -1,7 +1,8 @@
-// How far the long-run tests go, and at how many places rollback_test fails a call. Where every
-// step is slow they check fewer: under the sanitizers (instrumented -O1 builds, where the SIMD
-// kernels run about 50 times slower: there the tests check memory and undefined behaviour, the
-// Release build the length) and under emulation (tests/run-aarch64.sh sets AFT_TEST_EMULATED).
+// How far the long-run tests go, at how many places rollback_test fails a call, and how many tokens
+// the adversarial AFT-full prefill test runs. Where every step is slow they check fewer: under the
+// sanitizers (instrumented -O1 builds, where the SIMD kernels run about 50 times slower: there the
+// tests check memory and undefined behaviour, the Release build the length) and under emulation
+// (tests/run-aarch64.sh sets AFT_TEST_EMULATED).
 #pragma once
 
 #include <cstdlib>
