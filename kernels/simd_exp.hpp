@@ -1,7 +1,7 @@
 // exp(x) for x <= 0 in float64 on SIMD lanes: the AFT accumulator's rescales and weights, always a
 // value minus a maximum. xsimd 8.1's double exp converts through 64-bit integers, which SSE2 and
 // AVX2 lack: measured, the accumulator ran 7 (AVX2) to 15 (SSE2) times slower with it than with
-// this (engine/ops/exp_nonpositive.h is the same function for one value).
+// this (models/aft/ops/exp_nonpositive.h is the same function for one value).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// AFT-full prefill as matrix products (engine/ops/aft_full_prefill.cpp) against token-by-token
+// AFT-full prefill as matrix products (models/aft/ops/aft_full_prefill.cpp) against token-by-token
 // decode, which runs the exact streaming accumulator: both bias kinds, prompts cut into uneven
 // chunks, keys and biases spread far beyond the float range of exp(), and every thread count.
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include "logit_error.h"
 #include "long_run.h"
 #include "model_file_writer.h"
-#include "ops/aft_state_merge.h"
-#include "ops/exp_nonpositive.h"
+#include "models/aft/ops/aft_state_merge.h"
+#include "models/aft/ops/exp_nonpositive.h"
 
 namespace aft::testing {
 namespace {

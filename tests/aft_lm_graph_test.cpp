@@ -1,4 +1,4 @@
-// The graph builder against the model family's one tensor list (models/aft_config.h): for every
+// The graph builder against the model family's one tensor list (models/aft/aft_config.h): for every
 // mixer and option it reads exactly the tensors expected_tensors gives, no other and none less.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model_file_writer.h"
-#include "models/aft_config.h"
-#include "models/aft_lm_graph.h"
+#include "models/aft/aft_config.h"
+#include "models/aft/aft_lm_graph.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_file.h"
+#include "engine/format/model_file.h"
 #include "kernels/bf16.h"
 #include "model_file_writer.h"
 #include "run_command.h"

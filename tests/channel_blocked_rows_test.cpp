@@ -1,6 +1,6 @@
-// The AFT state's channel-blocked rows (engine/channel_blocked_rows.h): where each channel of a
+// The AFT state's channel-blocked rows (models/aft/channel_blocked_rows.h): where each channel of a
 // row lives, and that growing keeps the rows already stored.
-#include "channel_blocked_rows.h"
+#include "models/aft/channel_blocked_rows.h"
 
 #include <gtest/gtest.h>
 

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
-#include "models/aft_config.h"
+#include "engine/format/error.h"
+#include "models/aft/aft_config.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/format/error.h"
 #include "model_file_writer.h"
-#include "models/aft_config.h"
+#include "models/aft/aft_config.h"
 
 namespace {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/crc32.h"
-#include "engine/error.h"
-#include "engine/mapped_file.h"
-#include "engine/model_file.h"
-#include "models/aft_config.h"
+#include "engine/format/crc32.h"
+#include "engine/format/error.h"
+#include "engine/format/mapped_file.h"
+#include "engine/format/model_file.h"
+#include "models/aft/aft_config.h"
 #include "tests/model_file_writer.h"
 
 namespace {

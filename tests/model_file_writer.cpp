@@ -8,9 +8,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "engine/crc32.h"
-#include "engine/model_file_layout.h"
-#include "models/aft_config.h"
+#include "engine/format/crc32.h"
+#include "engine/format/model_file_layout.h"
+#include "models/aft/aft_config.h"
 
 namespace aft::testing {
 namespace {

@@ -1,12 +1,12 @@
 // A call that fails part-way leaves its sessions as they were (aft.h: "on any error the session
 // is unchanged"). The failure is out of memory: this program replaces operator new, and makes
 // allocation k of the call fail, for k = 1, 2, ... until the call needs fewer. Each failure point
-// starts from new sessions, whose scratch (engine/scratch.h) is allocated anew: allocations, and
-// so failures, happen all along the graph, after mixers have changed their state. The call also
-// runs on a new thread each time, so that nothing a thread keeps carries over. After each failure:
-// the status is AFT_ERR_OUT_OF_MEMORY, every session's state bytes are the ones before the call,
-// and the same call then gives the logits of a call that never failed. Under the sanitizers and
-// emulation (about 20 times slower) every 13th allocation fails instead.
+// starts from new sessions, whose scratch (engine/runtime/scratch.h) is allocated anew:
+// allocations, and so failures, happen all along the graph, after mixers have changed their state.
+// The call also runs on a new thread each time, so that nothing a thread keeps carries over. After
+// each failure: the status is AFT_ERR_OUT_OF_MEMORY, every session's state bytes are the ones
+// before the call, and the same call then gives the logits of a call that never failed. Under the
+// sanitizers and emulation (about 20 times slower) every 13th allocation fails instead.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
-// The session's scratch (engine/scratch.h): an object per type and thread of a call, the same one
-// from call to call, and the calling thread's outside the call's parallel regions.
-#include "scratch.h"
+// The session's scratch (engine/runtime/scratch.h): an object per type and thread of a call, the
+// same one from call to call, and the calling thread's outside the call's parallel regions.
+#include "engine/runtime/scratch.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

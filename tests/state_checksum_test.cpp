@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "state_checksum.h"
+#include "models/aft/state_checksum.h"
 
 namespace aft {
 namespace {

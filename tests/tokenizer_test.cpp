@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/tokenizer.h"
+#include "engine/format/error.h"
+#include "engine/format/tokenizer.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_file.h"
+#include "engine/format/model_file.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/progress.h"
 #include "tools/quantize/quantize_model.h"

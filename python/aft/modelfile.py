@@ -57,7 +57,7 @@ MIXERS = ("simple", "local", "conv", "full")
 ACTIVATIONS = ("relu", "gelu")
 POS_ENCODINGS = ("none", "sinusoidal", "learned")
 FULL_BIASES = ("table", "factorized")
-# The engine's limits (models/aft_config.cpp), the format's contract: every size at most MAX_DIM,
+# The engine's limits (models/aft/aft_config.cpp), the format's contract: every size at most MAX_DIM,
 # at most MAX_PARAMETERS weights in all. tests/python/test_config_conformance.py holds both sides
 # to the same verdicts.
 MAX_DIM = 2**24

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/format/error.h"
 #include "fuzz_check.h"
-#include "models/aft_config.h"
+#include "models/aft/aft_config.h"
 
 using aft::fuzz::check;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "state_checksum.h"
+#include "models/aft/state_checksum.h"
 
 using aft::fuzz::check;
 using aft::fuzz::check_refusal;

@@ -1,4 +1,4 @@
-"""The Python validator (aft.modelfile) against the engine's (models/aft_config.cpp) over a grid of
+"""The Python validator (aft.modelfile) against the engine's (models/aft/aft_config.cpp) over a grid of
 configs: every mixer and option, edge and limit values, missing keys, wrong types, unknown keys.
 Both must accept and refuse the same configs and give the same tensors (names, shapes, which are
 linear weights) and parameter count; the engine's limits are the format's contract, so a file the

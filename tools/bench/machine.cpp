@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "physical_cores.h"
+#include "engine/runtime/physical_cores.h"
 
 namespace aft::bench {
 namespace {

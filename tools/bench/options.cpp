@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "physical_cores.h"
+#include "engine/runtime/physical_cores.h"
 #include "tools/cli/arguments.h"
 
 namespace aft::bench {

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "aligned_buffer.h"
+#include "engine/format/aligned_buffer.h"
 
 namespace aft::bench {
 

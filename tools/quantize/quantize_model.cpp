@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/crc32.h"
-#include "engine/model_file_layout.h"
-#include "models/aft_config.h"
+#include "engine/format/crc32.h"
+#include "engine/format/model_file_layout.h"
+#include "models/aft/aft_config.h"
 #include "tools/quantize/convert.h"
 #include "tools/quantize/output_file.h"
 

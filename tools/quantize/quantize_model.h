@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/model_file.h"
+#include "engine/format/model_file.h"
 #include "tools/cli/progress.h"
 
 namespace aft::quantize {

@@ -1,0 +1,35 @@
+#include "engine/runtime/parallel.h"
+#include "ops.h"
+
+namespace aft {
+namespace {
+
+class LayerNormOp final : public Op {
+ public:
+  LayerNormOp(const float* gamma, const float* beta, float eps)
+      : gamma_(gamma), beta_(beta), eps_(eps) {}
+
+  void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
+           const Tensor& out) const override {
+    const Tensor& in = inputs[0];
+    parallel_ranges(
+        out.rows, 1, ctx.n_threads, 4 * out.width, [&](std::size_t begin, std::size_t end) {
+          for (std::size_t r = begin; r < end; ++r) {
+            ctx.kernels.layer_norm_f32(out.width, in.row(r), gamma_, beta_, eps_, out.row(r));
+          }
+        });
+  }
+
+ private:
+  const float* gamma_;
+  const float* beta_;
+  float eps_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps) {
+  return std::make_unique<LayerNormOp>(gamma, beta, eps);
+}
+
+}  // namespace aft

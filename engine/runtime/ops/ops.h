@@ -1,0 +1,30 @@
+// The generic ops a model's graph is made of (a family adds its own, models/*/ops/). Each holds
+// pointers to weights it does not own (the memory-mapped file, or tables the model owns) and works
+// on the rows it is given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/runtime/graph.h"
+#include "kernels/matmul.h"
+#include "pos_encoding.h"
+
+namespace aft {
+
+// out[r] = table[token_r] * scale + position_encoding(position + r).
+std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, float scale,
+                                      PosEncoding positions, const float* learned_positions);
+
+std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
+
+// out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear), f32, bf16 or q8_0.
+// With a second input (a residual, out_width wide): out = post(in W^T + bias) + residual, added
+// as out is written. One token (per sequence) runs the GEMV of W's dtype: for q8_0, on the input
+// quantized to 8-bit blocks; more tokens run the f32 product of W widened exactly.
+std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
+                                   kernels::WeightMatrix w, const float* bias,
+                                   kernels::PostOp post);
+
+}  // namespace aft

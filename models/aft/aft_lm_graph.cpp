@@ -1,0 +1,87 @@
+#include "aft_lm_graph.h"
+
+#include "engine/runtime/ops/ops.h"
+#include "ops/aft_mixer_op.h"
+
+namespace aft {
+
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix) {
+  // Every tensor but linear layers' weights is f32.
+  auto weight = [&](const std::string& name) {
+    return static_cast<const float*>(matrix(name).data);
+  };
+  AftLmGraph model;
+  Graph& g = model.graph;
+  const auto d = static_cast<std::size_t>(config.d_model);
+  const auto d_ff = static_cast<std::size_t>(config.d_ff);
+  const auto vocab = static_cast<std::size_t>(config.vocab_size);
+  const auto key_width = static_cast<std::size_t>(config.key_width());
+  const kernels::PostOp activation =
+      config.activation == Activation::Gelu ? kernels::PostOp::Gelu : kernels::PostOp::Relu;
+
+  auto linear = [&](const std::string& prefix, std::size_t in, std::size_t out, ValueId x,
+                    kernels::PostOp post, RowSet rows) {
+    return g.add_node(
+        make_linear_op(in, out, matrix(prefix + ".weight"), weight(prefix + ".bias"), post), {x},
+        prefix, out, rows);
+  };
+  // x + (in W^T + bias): the skip connection added as the product is written.
+  auto linear_plus = [&](const std::string& prefix, std::size_t in, ValueId y, ValueId x,
+                         RowSet rows) {
+    return g.add_node(make_linear_op(in, d, matrix(prefix + ".weight"), weight(prefix + ".bias"),
+                                     kernels::PostOp::None),
+                      {y, x}, prefix, d, rows);
+  };
+  auto layer_norm = [&](const std::string& prefix, ValueId x, RowSet rows) {
+    return g.add_node(
+        make_layer_norm_op(weight(prefix + ".weight"), weight(prefix + ".bias"), config.norm_eps),
+        {x}, prefix, d, rows);
+  };
+
+  ValueId x = g.add_node(
+      make_embedding_op(
+          weight("embed.weight"), d, config.embed_scale, config.pos_encoding,
+          config.pos_encoding == PosEncoding::Learned ? weight("pos_embed.weight") : nullptr),
+      {}, "embed", d, RowSet::Tokens);
+
+  for (int64_t i = 0; i < config.n_layers; ++i) {
+    const std::string layer = "layers." + std::to_string(i);
+    const std::string mixer = layer + ".mixer";
+    // After the last mixer every op works per token: it only needs the rows whose logits are
+    // wanted.
+    const RowSet after_mixer = i + 1 == config.n_layers ? RowSet::Output : RowSet::Tokens;
+
+    PositionBiasWeights bias_weights;
+    if (config.pos_bias_table() || config.mixer == Mixer::Conv) {
+      bias_weights.pos_bias = weight(mixer + ".pos_bias");
+    } else if (config.mixer == Mixer::Full) {
+      bias_weights.pos_u = weight(mixer + ".pos_u");
+      bias_weights.pos_v = weight(mixer + ".pos_v");
+    }
+    model.position_biases.push_back(make_position_bias(config, bias_weights));
+
+    const ValueId h = layer_norm(layer + ".norm1", x, RowSet::Tokens);
+    const ValueId q = linear(mixer + ".query", d, d, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId k =
+        linear(mixer + ".key", d, key_width, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId v = linear(mixer + ".value", d, d, h, kernels::PostOp::None, RowSet::Tokens);
+    const ValueId y = g.add_node(
+        make_aft_mixer_op(static_cast<std::size_t>(i), key_width, *model.position_biases.back()),
+        {q, k, v}, mixer, d, RowSet::Tokens);
+    x = linear_plus(mixer + ".output", d, y, x, after_mixer);
+
+    const ValueId h2 = layer_norm(layer + ".norm2", x, after_mixer);
+    const ValueId up = linear(layer + ".ffn.up", d, d_ff, h2, activation, after_mixer);
+    x = linear_plus(layer + ".ffn.down", d_ff, up, x, after_mixer);
+  }
+
+  const ValueId h = layer_norm("norm", x, RowSet::Output);
+  const kernels::WeightMatrix head =
+      config.tied_embeddings ? matrix("embed.weight") : matrix("head.weight");
+  const float* head_bias = config.head_bias ? weight("head.bias") : nullptr;
+  g.set_output(g.add_node(make_linear_op(d, vocab, head, head_bias, kernels::PostOp::None), {h},
+                          "head", vocab, RowSet::Output));
+  return model;
+}
+
+}  // namespace aft

@@ -1,0 +1,28 @@
+// An AFT language model as an op graph (docs/architecture.md, "The graph"):
+//   embedding (+ positions) -> N x [x += mixer(norm1(x)); x += ffn(norm2(x))] -> norm -> head.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aft_config.h"
+#include "engine/runtime/graph.h"
+#include "kernels/weight_matrix.h"
+#include "position_bias.h"
+
+namespace aft {
+
+struct AftLmGraph {
+  std::vector<std::unique_ptr<PositionBias>> position_biases;  // per layer, read by the mixer ops
+  Graph graph;                                                 // logits [rows, vocab_size]
+};
+
+// `weight` returns a tensor named as in docs/format.md, already checked for shape and dtype: f32,
+// but for linear layers' weights (bf16 and q8_0 allowed).
+using WeightLookup = std::function<kernels::WeightMatrix(const std::string& name)>;
+
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight);
+
+}  // namespace aft

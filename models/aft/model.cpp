@@ -1,0 +1,109 @@
+#include "model.h"
+
+#include <unordered_map>
+
+#include "engine/format/describe.h"
+#include "engine/format/error.h"
+
+namespace aft {
+namespace {
+
+// The file must hold exactly the tensors the config implies, with their shapes.
+void check_tensors(const ModelFile& file, const ModelConfig& config) {
+  const std::vector<TensorSpec> expected = expected_tensors(config);
+  std::unordered_map<std::string, const TensorSpec*> by_name;
+  for (const TensorSpec& spec : expected) by_name[spec.name] = &spec;
+  for (const TensorInfo& tensor : file.tensors()) {
+    if (by_name.count(tensor.name) == 0) {
+      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + tensor.name +
+                                      "\" is not part of a " + to_string(config.mixer) +
+                                      " model with this config");
+    }
+  }
+  for (const TensorSpec& spec : expected) {
+    const TensorInfo* tensor = file.find(spec.name);
+    if (!tensor) {
+      throw Error(AFT_ERR_FORMAT, file.path() + ": missing tensor \"" + spec.name + "\" (shape " +
+                                      shape_string(spec.shape) + ")");
+    }
+    if (tensor->shape != spec.shape) {
+      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + spec.name + "\": expected shape " +
+                                      shape_string(spec.shape) + ", found " +
+                                      shape_string(tensor->shape));
+    }
+    if (tensor->dtype != DType::F32 && !spec.linear_weight) {
+      throw Error(AFT_ERR_FORMAT, file.path() + ": tensor \"" + spec.name +
+                                      "\": expected f32, found " + dtype_name(tensor->dtype) +
+                                      " (only linear layers' weights may be bf16 or q8_0)");
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums) {
+  return load(ModelFile::open(path, verify_checksums));
+}
+
+std::unique_ptr<const Model> Model::load(ModelFile file) {
+  const std::string& path = file.path();
+  ModelConfig config = ModelConfig::from_json(file.config(), path);
+  Tokenizer tokenizer = Tokenizer::from_json(file.tokenizer(), path);
+  if (static_cast<int64_t>(tokenizer.vocab_size()) != config.vocab_size) {
+    throw Error(AFT_ERR_FORMAT,
+                path + ": the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                    " tokens, config.vocab_size is " + std::to_string(config.vocab_size));
+  }
+  check_tensors(file, config);
+  return std::unique_ptr<const Model>(
+      new Model(std::move(file), std::move(config), std::move(tokenizer)));
+}
+
+Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
+    : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
+  program_ = build_aft_lm_graph(
+      config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); });
+  plan_ = plan_buffers(program_.graph);
+  metadata_ = file_.header_strings();
+  for (const TensorInfo& tensor : file_.tensors()) {
+    int64_t count = 1;
+    for (int64_t dim : tensor.shape) count *= dim;
+    n_parameters_ += count;
+  }
+}
+
+kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
+  if (tensor.dtype == DType::F32) return static_cast<const float*>(tensor.data);
+  const auto rows = static_cast<std::size_t>(tensor.shape[0]);
+  const auto cols = static_cast<std::size_t>(tensor.shape[1]);
+  if (tensor.dtype == DType::BF16) {
+    packed_.push_back(
+        kernels::PackedWeights::bf16(rows, cols, static_cast<const uint16_t*>(tensor.data)));
+  } else {
+    packed_.push_back(
+        kernels::PackedWeights::q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales()));
+  }
+  return packed_.back().matrix();
+}
+
+SessionState Model::initial_state() const {
+  std::size_t capacity = 0;
+  if (config_.mixer == Mixer::Local || config_.mixer == Mixer::Conv) {
+    capacity = static_cast<std::size_t>(config_.window);
+  } else if (config_.mixer == Mixer::Full) {
+    capacity = static_cast<std::size_t>(config_.max_seq_len);
+  }
+  SessionState state;
+  state.layers.resize(static_cast<std::size_t>(config_.n_layers));
+  for (MixerState& layer : state.layers) {
+    layer.capacity = capacity;
+    layer.m.resize(static_cast<std::size_t>(config_.d_model));
+    layer.a.resize(layer.m.size());
+    layer.b.resize(layer.m.size());
+    layer.frame.resize(layer.m.size());
+    layer.reset();
+  }
+  return state;
+}
+
+}  // namespace aft

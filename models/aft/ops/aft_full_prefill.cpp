@@ -1,0 +1,281 @@
+// AFT-full prefill as matrix products. Positions are cut into key blocks of kKeyBlock (at absolute
+// positions), channels into blocks of kChannelBlock. For key block j, query position t and channel
+// c:
+//   E[t, t'] = exp(w[t, t'] - rho_j(t))     rho_j(t): row t's largest bias in the block (t' <= t)
+//   F[t', c] = exp(K[t', c] - kappa_j(c))   kappa_j(c): channel c's largest key in the block
+//   N_j | D_j = E @ (F * V | F)             one product per key block and channel block
+// give the partial state (m, a, b) = (rho_j(t) + kappa_j(c), N_j, D_j), merged over the key blocks
+// as the streaming accumulator's states merge (docs/aft-math.md, "Prefill"). E and F are at most
+// 1: nothing overflows. Entries of E past the diagonal (t' > t) are 0.
+//
+// Threads: each channel block is computed by one thread, its products by the single-threaded gemm,
+// in the same shapes whatever the number of threads: results are bit-identical for any count.
+#include "aft_full_prefill.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "aft_state_merge.h"
+#include "engine/format/aligned_buffer.h"
+#include "engine/runtime/parallel.h"
+#include "exp_nonpositive.h"
+#include "kernels/single_thread_gemm.h"
+#include "models/aft/channel_blocked_rows.h"
+
+namespace aft {
+namespace {
+
+// Work units. A merge of partial states costs about as much as a key block row's share of the
+// product: long key blocks keep merges few (measured on enwik8-full shapes: 256 takes 0.6x the time
+// of 64). Row blocks skip most of the diagonal block's masked half.
+constexpr std::size_t kKeyBlock = 256;
+constexpr std::size_t kRowBlock = 64;
+// The state's channel blocks (channel_blocked_rows.h): a block's keys are contiguous rows.
+constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
+
+// Below this, a block's D is recomputed with the exact streaming accumulator. Why 2^-88: exp()
+// results and products below 2^-126 may be subnormal or flushed to 0, an absolute error of at most
+// 2^-126 each (E and F are at most 1). A block sums kKeyBlock = 2^8 terms, each with up to three
+// such errors (E, F, their product): at most 3 * 2^8 * 2^-126 < 2^-116 in D, and the same times
+// max |V| in N. With D >= 2^-88 that is below 2^-28 relative, under float's own rounding (2^-24).
+// A smaller D means that underflow may have eaten the block's sum (keys and biases spread by more
+// than about 61 with their maxima at different positions): that block is summed exactly instead.
+constexpr float kMinDenominator = 0x1p-88f;
+static_assert(kKeyBlock <= 256, "the bound above assumes at most 2^8 terms per block");
+
+// Merges a key block's partial states (row_max + key_max[c], n[c], d[c]) into a row's (m, a, b)
+// over width channels. The arrays do not overlap (which lets the loop vectorize).
+void merge_row(std::size_t width, float row_max, const float* __restrict key_max,
+               const float* __restrict n, const float* __restrict d, double* __restrict m,
+               double* __restrict a, double* __restrict b) {
+  for (std::size_t c = 0; c < width; ++c) {
+    const AftState merged = merge(m[c], a[c], b[c], double(row_max) + key_max[c], n[c], d[c]);
+    m[c] = merged.m;
+    a[c] = merged.a;
+    b[c] = merged.b;
+  }
+}
+
+// Grows buffer to at least n floats. Scratch (the session's, per thread) is kept from call to call:
+// a prefill would otherwise spend much of its time on fresh pages.
+float* at_least(AlignedBuffer& buffer, std::size_t n) {
+  if (buffer.size() < n) buffer = AlignedBuffer(n);
+  return buffer.data();
+}
+double* at_least(AlignedDoubles& buffer, std::size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+// The chunk's bias weights, shared by the threads: exp(w - rho) per row and key block, and rho.
+struct BiasRows {
+  AlignedBuffer exp_bias, bias_max;
+};
+
+// A thread's working memory for one channel block at a time.
+struct ChannelBlockScratch {
+  void reserve(std::size_t rows) {
+    factors = at_least(factors_buffer, kKeyBlock * 2 * kChannelBlock);
+    sums = at_least(sums_buffer, rows * 2 * kChannelBlock);
+    key_max = at_least(key_max_buffer, kChannelBlock);
+    m = at_least(m_buffer, rows * kChannelBlock);
+    a = at_least(a_buffer, rows * kChannelBlock);
+    b = at_least(b_buffer, rows * kChannelBlock);
+  }
+  float* factors;     // key block rows: F * V | F, 2 kChannelBlock apart
+  float* sums;        // chunk rows: N_j | D_j, 2 kChannelBlock apart
+  float* key_max;     // kappa_j
+  double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
+  AlignedBuffer factors_buffer, sums_buffer, key_max_buffer;
+  AlignedDoubles m_buffer, a_buffer, b_buffer;
+};
+
+class FullPrefill {
+ public:
+  FullPrefill(const ExecContext& ctx, const PositionBias& bias, const Tensor& q, const Tensor& key,
+              const Tensor& value, MixerState& state, const Tensor& out)
+      : ctx_(ctx),
+        bias_(bias),
+        q_(q),
+        key_(key),
+        value_(value),
+        state_(state),
+        out_(out),
+        rows_(out.rows),
+        d_(out.width),
+        first_(static_cast<std::size_t>(ctx.position_of(0))),
+        positions_(first_ + rows_),
+        key_blocks_((positions_ + kKeyBlock - 1) / kKeyBlock),
+        bias_stride_(key_blocks_ * kKeyBlock) {}
+
+  void run() {
+    store_rows();
+    BiasRows& bias_rows = ctx_.scratch.local<BiasRows>();
+    exp_bias_ = at_least(bias_rows.exp_bias, rows_ * bias_stride_);
+    bias_max_ = at_least(bias_rows.bias_max, rows_ * key_blocks_);
+    // Per row: a bias and an exp per earlier position.
+    parallel_ranges(rows_, 1, ctx_.n_threads, positions_ * 16,
+                    [&](std::size_t r0, std::size_t r1) { fill_bias_rows(r0, r1); });
+    // Per channel: two multiply-adds per pair of positions.
+    parallel_ranges(d_, kChannelBlock, ctx_.n_threads, rows_ * positions_,
+                    [&](std::size_t c0, std::size_t c1) {
+                      ChannelBlockScratch& scratch = ctx_.scratch.local<ChannelBlockScratch>();
+                      scratch.reserve(rows_);
+                      for (std::size_t c = c0; c < c1; c += kChannelBlock) {
+                        run_channel_block(c, std::min(kChannelBlock, c1 - c), scratch);
+                      }
+                    });
+  }
+
+ private:
+  // Channels [c, c + kChannelBlock) of a position's key or value; c a multiple of kChannelBlock.
+  const float* key_row(std::size_t position, std::size_t c) const {
+    return state_.keys.row(position, c / kChannelBlock);
+  }
+  const float* value_row(std::size_t position, std::size_t c) const {
+    return state_.values.row(position, c / kChannelBlock);
+  }
+
+  void store_rows() {
+    for (std::size_t r = 0; r < rows_; ++r) {
+      state_.keys.store(first_ + r, key_.row(r));
+      state_.values.store(first_ + r, value_.row(r));
+    }
+  }
+
+  // E of chunk rows [r0, r1), for every key block the row sees, and rho_j.
+  void fill_bias_rows(std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t t = first_ + r;
+      const auto tq = static_cast<int64_t>(t);
+      float* e = exp_bias_ + r * bias_stride_;
+      for (std::size_t j = 0; j <= t / kKeyBlock; ++j) {
+        const std::size_t begin = j * kKeyBlock;
+        const std::size_t end = std::min(begin + kKeyBlock, positions_);
+        const std::size_t visible = std::min(end, t + 1);
+        float max = -std::numeric_limits<float>::infinity();
+        for (std::size_t tp = begin; tp < visible; ++tp) {
+          e[tp] = bias_.scalar(tq, static_cast<int64_t>(tp));
+          max = std::max(max, e[tp]);
+        }
+        for (std::size_t tp = begin; tp < visible; ++tp) e[tp] = exp_nonpositive(e[tp] - max);
+        std::fill(e + visible, e + end, 0.0f);
+        bias_max_[r * key_blocks_ + j] = max;
+      }
+    }
+  }
+
+  void run_channel_block(std::size_t c0, std::size_t width, ChannelBlockScratch& s) const {
+    std::fill(s.m, s.m + rows_ * kChannelBlock, -std::numeric_limits<double>::infinity());
+    std::fill(s.a, s.a + rows_ * kChannelBlock, 0.0);
+    std::fill(s.b, s.b + rows_ * kChannelBlock, 0.0);
+    for (std::size_t j = 0; j < key_blocks_; ++j) {
+      const std::size_t begin = j * kKeyBlock;
+      const std::size_t length = std::min(kKeyBlock, positions_ - begin);
+      // Chunk rows from r0 on are at positions >= begin: they see this block.
+      const std::size_t r0 = begin > first_ ? begin - first_ : 0;
+      key_block_factors(begin, length, c0, width, s);
+      // By row blocks: each multiplies only the positions its last row sees (E is 0 past them).
+      for (std::size_t ra = r0; ra < rows_; ra += kRowBlock) {
+        const std::size_t rb = std::min(ra + kRowBlock, rows_);
+        const std::size_t seen = std::min(length, first_ + rb - begin);
+        kernels::gemm_f32_single_thread(rb - ra, 2 * width, seen,
+                                        exp_bias_ + ra * bias_stride_ + begin, bias_stride_,
+                                        s.factors, 2 * kChannelBlock,
+                                        s.sums + (ra - r0) * 2 * kChannelBlock, 2 * kChannelBlock);
+      }
+      for (std::size_t r = r0; r < rows_; ++r) merge_key_block(j, r, r0, c0, width, s);
+    }
+    for (std::size_t r = 0; r < rows_; ++r) {
+      ctx_.kernels.aft_output_f32(width, q_.row(r) + c0, s.a + r * kChannelBlock,
+                                  s.b + r * kChannelBlock, out_.row(r) + c0);
+    }
+  }
+
+  // kappa_j and F * V | F of positions [begin, begin + length), channels [c0, c0 + width).
+  void key_block_factors(std::size_t begin, std::size_t length, std::size_t c0, std::size_t width,
+                         ChannelBlockScratch& s) const {
+    float* max = s.key_max;
+    std::fill(max, max + width, -std::numeric_limits<float>::infinity());
+    for (std::size_t i = 0; i < length; ++i) {
+      const float* k = key_row(begin + i, c0);
+      for (std::size_t c = 0; c < width; ++c) max[c] = std::max(max[c], k[c]);
+    }
+    for (std::size_t i = 0; i < length; ++i) {
+      const float* k = key_row(begin + i, c0);
+      const float* v = value_row(begin + i, c0);
+      float* weighted = s.factors + i * 2 * kChannelBlock;
+      float* f = weighted + width;
+      for (std::size_t c = 0; c < width; ++c) {
+        f[c] = exp_nonpositive(k[c] - max[c]);
+        weighted[c] = f[c] * v[c];
+      }
+    }
+  }
+
+  // Merges key block j's partial states into chunk row r's (the product's row r - r0).
+  void merge_key_block(std::size_t j, std::size_t r, std::size_t r0, std::size_t c0,
+                       std::size_t width, ChannelBlockScratch& s) const {
+    const float row_max = bias_max_[r * key_blocks_ + j];
+    const float* n = s.sums + (r - r0) * 2 * kChannelBlock;
+    const float* d = n + width;
+    double* m = s.m + r * kChannelBlock;
+    double* a = s.a + r * kChannelBlock;
+    double* b = s.b + r * kChannelBlock;
+    std::size_t inexact = 0;
+    for (std::size_t c = 0; c < width; ++c) inexact += !(d[c] >= kMinDenominator);  // NaN too
+    if (inexact == 0) {
+      merge_row(width, row_max, s.key_max, n, d, m, a, b);
+      return;
+    }
+    for (std::size_t c = 0; c < width; ++c) {
+      const AftState partial = d[c] >= kMinDenominator
+                                   ? AftState{double(row_max) + s.key_max[c], n[c], d[c]}
+                                   : exact_partial(first_ + r, j * kKeyBlock, c0 + c);
+      const AftState merged = merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
+      m[c] = merged.m;
+      a[c] = merged.a;
+      b[c] = merged.b;
+    }
+  }
+
+  // The partial state of key block [begin, ...) for position t and channel c, summed by the
+  // streaming accumulator.
+  AftState exact_partial(std::size_t t, std::size_t begin, std::size_t c) const {
+    AftState p{-std::numeric_limits<double>::infinity(), 0.0, 0.0};
+    const std::size_t end = std::min(begin + kKeyBlock, t + 1);
+    for (std::size_t tp = begin; tp < end; ++tp) {
+      ctx_.kernels.aft_accumulate_f32(
+          1, &p.m, &p.a, &p.b, key_row(tp, c - c % kChannelBlock) + c % kChannelBlock,
+          value_row(tp, c - c % kChannelBlock) + c % kChannelBlock,
+          bias_.scalar(static_cast<int64_t>(t), static_cast<int64_t>(tp)));
+    }
+    return p;
+  }
+
+  const ExecContext& ctx_;
+  const PositionBias& bias_;
+  const Tensor& q_;
+  const Tensor& key_;
+  const Tensor& value_;
+  MixerState& state_;
+  const Tensor& out_;
+  const std::size_t rows_, d_;
+  const std::size_t first_;      // position of chunk row 0
+  const std::size_t positions_;  // every position so far, this chunk's included
+  const std::size_t key_blocks_;
+  const std::size_t bias_stride_;
+  float* exp_bias_ = nullptr;  // E: chunk rows, bias_stride_ apart, indexed by position
+  float* bias_max_ = nullptr;  // rho_j(t): chunk rows, key_blocks_ apart
+};
+
+}  // namespace
+
+void run_full_prefill(const ExecContext& ctx, const PositionBias& bias, const Tensor& q,
+                      const Tensor& key, const Tensor& value, MixerState& state,
+                      const Tensor& out) {
+  FullPrefill(ctx, bias, q, key, value, state, out).run();
+}
+
+}  // namespace aft

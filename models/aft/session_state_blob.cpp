@@ -1,0 +1,214 @@
+#include "session_state_blob.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/format/error.h"
+#include "state_checksum.h"
+
+namespace aft {
+namespace {
+
+// Layout, little-endian (as the model file): magic, u32 version, u32 model fingerprint, i64
+// position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then doubles: m, a,
+// b (d each), then floats: frame (d), keys, values, scaled keys (rows x blocks x 64 each,
+// channel_blocked_rows.h); last a u64 state_checksum of every byte before it.
+constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
+constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4;
+constexpr std::size_t kLayerHeaderBytes = 8 + 8;
+
+// A layer's arrays after its header: the sums (3 d doubles), the frame (d floats) and three arrays
+// of rows by channel blocks (floats).
+std::size_t layer_array_bytes(std::size_t d, std::size_t rows) {
+  return 3 * d * sizeof(double) +
+         (d + 3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock) *
+             sizeof(float);
+}
+
+std::size_t layer_bytes(const MixerState& layer) {
+  return kLayerHeaderBytes + layer_array_bytes(layer.m.size(), layer.keys.rows());
+}
+
+// Copies n values from bytes at `from` (any alignment); returns where the next ones start.
+template <class T>
+const unsigned char* copy_values(const unsigned char* from, T* to, std::size_t n) {
+  if (n > 0) std::memcpy(to, from, n * sizeof(T));  // to may be null (an empty array)
+  return from + n * sizeof(T);
+}
+
+class Writer {
+ public:
+  explicit Writer(unsigned char* out) : out_(out) {}
+  void bytes(const void* data, std::size_t n) {
+    if (n == 0) return;  // data may be null (an empty array)
+    std::memcpy(out_ + at_, data, n);
+    at_ += n;
+  }
+  template <class T>
+  void value(T v) {
+    bytes(&v, sizeof(v));
+  }
+  template <class T>
+  void values(const T* data, std::size_t n) {
+    bytes(data, n * sizeof(T));
+  }
+  std::size_t at() const { return at_; }
+
+ private:
+  unsigned char* out_;
+  std::size_t at_ = 0;
+};
+
+class Reader {
+ public:
+  Reader(const unsigned char* data, std::size_t size) : data_(data), size_(size) {}
+  void bytes(void* out, std::size_t n) {
+    const std::size_t from = at_;
+    skip(n);
+    std::memcpy(out, data_ + from, n);
+  }
+  template <class T>
+  T value() {
+    T v;
+    bytes(&v, sizeof(v));
+    return v;
+  }
+  void skip(std::size_t n) {
+    if (n > size_ - at_) {
+      fail("truncated: " + std::to_string(size_) + " bytes, more expected at offset " +
+           std::to_string(at_));
+    }
+    at_ += n;
+  }
+  std::size_t at() const { return at_; }
+
+  [[noreturn]] static void fail(const std::string& what) {
+    throw Error(AFT_ERR_FORMAT, "session state: " + what);
+  }
+
+ private:
+  const unsigned char* data_;
+  std::size_t size_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::size_t state_blob_size(const SessionState& state) {
+  std::size_t size = kHeaderBytes + sizeof(uint64_t);
+  for (const MixerState& layer : state.layers) size += layer_bytes(layer);
+  return size;
+}
+
+void write_state_blob(const SessionState& state, uint32_t model_fingerprint, void* out) {
+  Writer w(static_cast<unsigned char*>(out));
+  w.bytes(kMagic, sizeof(kMagic));
+  w.value<uint32_t>(kStateBlobVersion);
+  w.value<uint32_t>(model_fingerprint);
+  w.value<int64_t>(state.position);
+  w.value<uint32_t>(static_cast<uint32_t>(state.layers.size()));
+  w.value<uint32_t>(static_cast<uint32_t>(state.layers.empty() ? 0 : state.layers[0].m.size()));
+  for (const MixerState& layer : state.layers) {
+    w.value<uint64_t>(layer.keys.rows());
+    w.value<uint64_t>(layer.frame_valid ? 1 : 0);
+    w.values(layer.m.data(), layer.m.size());
+    w.values(layer.a.data(), layer.a.size());
+    w.values(layer.b.data(), layer.b.size());
+    w.values(layer.frame.data(), layer.frame.size());
+    w.values(layer.keys.data(), layer.keys.floats());
+    w.values(layer.values.data(), layer.values.floats());
+    w.values(layer.scaled_keys.data(), layer.scaled_keys.floats());
+  }
+  w.value<uint64_t>(state_checksum(out, w.at()));
+}
+
+void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerprint,
+                     int64_t max_position, SessionState& state) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  Reader r(bytes, size);
+  char magic[sizeof(kMagic)];
+  r.bytes(magic, sizeof(magic));
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) Reader::fail("not a saved session state");
+  const auto version = r.value<uint32_t>();
+  if (version != kStateBlobVersion) {
+    Reader::fail("version " + std::to_string(version) + " (this library reads version " +
+                 std::to_string(kStateBlobVersion) + ")");
+  }
+  const auto fingerprint = r.value<uint32_t>();
+  if (fingerprint != model_fingerprint) {
+    Reader::fail("saved from another model (fingerprint " + std::to_string(fingerprint) +
+                 ", this model's is " + std::to_string(model_fingerprint) + ")");
+  }
+  const auto position = r.value<int64_t>();
+  if (position < 0 || position > max_position) {
+    Reader::fail("position " + std::to_string(position) + " outside [0, " +
+                 std::to_string(max_position) + "]");
+  }
+  const auto layers = r.value<uint32_t>();
+  const auto width = r.value<uint32_t>();
+  const std::size_t d = state.layers.empty() ? 0 : state.layers[0].m.size();
+  if (layers != state.layers.size() || width != d) {
+    Reader::fail(std::to_string(layers) + " layers x " + std::to_string(width) +
+                 " channels (the model has " + std::to_string(state.layers.size()) + " x " +
+                 std::to_string(d) + ")");
+  }
+  // First every field and the checksum, the session untouched; then the copy into its arrays.
+  struct LayerPlace {
+    std::size_t rows;
+    bool frame_valid;
+    const unsigned char* floats;
+  };
+  std::vector<LayerPlace> places;
+  for (std::size_t i = 0; i < state.layers.size(); ++i) {
+    const MixerState& layer = state.layers[i];
+    const auto rows = r.value<uint64_t>();
+    const auto frame_valid = r.value<uint64_t>();
+    // The engine keeps the rows every position so far needs, at most the ring's capacity.
+    const std::size_t needed =
+        std::min<std::size_t>(layer.capacity, static_cast<std::size_t>(position));
+    if (rows > layer.capacity || rows < needed || frame_valid > 1) {
+      Reader::fail("layer " + std::to_string(i) + ": " + std::to_string(rows) +
+                   " key rows at position " + std::to_string(position) + " (expected " +
+                   std::to_string(needed) + " to " + std::to_string(layer.capacity) +
+                   "), frame flag " + std::to_string(frame_valid));
+    }
+    places.push_back({static_cast<std::size_t>(rows), frame_valid == 1, bytes + r.at()});
+    r.skip(layer_array_bytes(d, static_cast<std::size_t>(rows)));
+  }
+  const std::size_t checked = r.at();
+  const auto stored = r.value<uint64_t>();
+  if (r.at() != size) {
+    Reader::fail(std::to_string(size) + " bytes, " + std::to_string(r.at()) + " expected");
+  }
+  const uint64_t actual = state_checksum(bytes, checked);
+  if (stored != actual) {
+    Reader::fail("checksum mismatch (stored " + std::to_string(stored) + ", computed " +
+                 std::to_string(actual) + "): the bytes were changed");
+  }
+
+  // Allocation first (only AFT-full's rows change in number), so that no copy is left half done.
+  for (std::size_t i = 0; i < state.layers.size(); ++i) {
+    MixerState& layer = state.layers[i];
+    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+      if (rows_of->rows() != places[i].rows) rows_of->resize(places[i].rows, d);
+    }
+  }
+  state.position = position;
+  for (std::size_t i = 0; i < state.layers.size(); ++i) {
+    MixerState& layer = state.layers[i];
+    layer.frame_valid = places[i].frame_valid;
+    layer.reframe_pending = false;
+    const unsigned char* from = places[i].floats;
+    for (AlignedDoubles* sums : {&layer.m, &layer.a, &layer.b}) {
+      from = copy_values(from, sums->data(), d);
+    }
+    from = copy_values(from, layer.frame.data(), d);
+    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+      from = copy_values(from, rows_of->data(), rows_of->floats());
+    }
+  }
+}
+
+}  // namespace aft
