@@ -8,13 +8,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${1:-$(nproc)}"
 
+phase_start=$SECONDS
+phase_done() {
+  echo "-- $1: $((SECONDS - phase_start)) s"
+  phase_start=$SECONDS
+}
+
+# The Release build builds everything (install_test installs it); the sanitizer builds only what
+# the tests run (aft_test_programs: not libaft.so nor the merged libaft.a).
 for type in Release Sanitize; do
   dir="build-tests-${type,,}"
+  targets=()
+  [ "$type" = Release ] || targets=(--target aft_test_programs)
   echo "== $type build ($dir)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" > /dev/null
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" "${targets[@]}"
+  phase_done "$type build"
   echo "== $type tests"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+  phase_done "$type tests"
 done
 
 # TSan sees OpenMP's synchronization through clang's archer tool; reports inside the libraries
@@ -22,15 +34,18 @@ done
 # with a dot) run the same code as the plain tests.
 echo "== Tsan build (build-tests-tsan, clang)"
 CC=clang CXX=clang++ cmake -S . -B build-tests-tsan -DCMAKE_BUILD_TYPE=Tsan > /dev/null
-cmake --build build-tests-tsan -j "$jobs"
+cmake --build build-tests-tsan -j "$jobs" --target aft_test_programs
+phase_done "Tsan build"
 echo "== Tsan tests"
 archer="/usr/lib/llvm-$(clang -dumpversion | cut -d. -f1)/lib/libarcher.so"
 [ -f "$archer" ] || { echo "tests/run.sh: $archer is missing (libomp-dev)" >&2; exit 1; }
 OMP_TOOL_LIBRARIES="$archer" TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tests-tsan --output-on-failure -j "$jobs" -E '\.(avx|sse|scalar|neon|onednn)'
+phase_done "Tsan tests"
 
 echo "== Python reference tests"
 /usr/bin/python3 -m unittest discover -s tests/python -v
+phase_done "Python reference tests"
 
 # PyTorch's BLAS (OpenBLAS) picks its kernels by CPU, so fixtures made on one machine are checked
 # on another with other rounding: regenerate them under every kernel family this CPU can run.
@@ -43,7 +58,9 @@ for core in "${openblas_cores[@]}"; do
   echo "== The fixtures regenerated with OpenBLAS's $core kernels"
   OPENBLAS_CORETYPE="$core" /usr/bin/python3 -m unittest discover -s tests/python -k FixturesUpToDate
 done
+phase_done "fixtures under each OpenBLAS kernel family"
 
 echo "== Python package tests (python/aft, examples/dask_eval.py)"
 AFT_LIBRARY=build-tests-release/engine/libaft.so \
   /usr/bin/python3 -m unittest discover -s tests/python_package -v
+phase_done "Python package tests"
