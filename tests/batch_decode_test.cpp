@@ -214,7 +214,8 @@ TEST_P(BatchDecodeTest, BadCallsChangeNoSession) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, BatchDecodeTest,
-                         ::testing::Values("simple", "local", "conv", "full"));
+                         ::testing::Values("simple", "local", "conv", "full", "decay",
+                                           "decay_shift"));
 
 }  // namespace
 }  // namespace aft::testing

@@ -92,6 +92,12 @@ TEST(ModelConfig, EveryVariantParses) {
   EXPECT_EQ(table.mixer, aft::Mixer::Full);
   EXPECT_EQ(table.full_bias, aft::FullBias::Table);
 
+  const ModelConfig decay = parse(config_for("decay"));
+  EXPECT_EQ(decay.mixer, aft::Mixer::Decay);
+  EXPECT_EQ(decay.key_width(), 16);
+  EXPECT_FALSE(decay.token_shift);
+  EXPECT_TRUE(parse(config_for("decay_shift")).token_shift);
+
   const ModelConfig fact = parse(factorized());
   EXPECT_EQ(fact.full_bias, aft::FullBias::Factorized);
   EXPECT_EQ(fact.bias_rank, 8);
@@ -139,6 +145,7 @@ TEST(ModelConfig, MaxPositions) {
   EXPECT_EQ(parse(learned).max_positions(), 64);
   learned["pos_encoding"] = "sinusoidal";
   EXPECT_EQ(parse(learned).max_positions(), 0);
+  EXPECT_EQ(parse(config_for("decay")).max_positions(), 0);
 }
 
 TEST(ModelConfig, MixerNames) {
@@ -146,6 +153,7 @@ TEST(ModelConfig, MixerNames) {
   EXPECT_STREQ(aft::to_string(aft::Mixer::Local), "local");
   EXPECT_STREQ(aft::to_string(aft::Mixer::Conv), "conv");
   EXPECT_STREQ(aft::to_string(aft::Mixer::Full), "full");
+  EXPECT_STREQ(aft::to_string(aft::Mixer::Decay), "decay");
 }
 
 // ---- Invalid configs ----
@@ -198,7 +206,8 @@ TEST(ModelConfig, BadFieldValues) {
       {simple, "activation", "swish",
        "config.activation: expected one of \"relu\", \"gelu\", found string \"swish\""},
       {simple, "mixer", 2,
-       "config.mixer: expected one of \"simple\", \"local\", \"conv\", \"full\", found 2"},
+       "config.mixer: expected one of \"simple\", \"local\", \"conv\", \"full\", \"decay\", found "
+       "2"},
       {simple, "pos_encoding", "rope", "config.pos_encoding: expected one of"},
       {simple, "embed_scale", "8", "config.embed_scale: expected a finite number, found string"},
       {simple, "embed_scale", 1e39, "config.embed_scale: expected a finite number, found 1e+39"},
@@ -228,6 +237,11 @@ TEST(ModelConfig, BadFieldValues) {
       {config_for("full"), "bias_rank", 4,
        "config.bias_rank: expected 0 unless mixer \"full\" has full_bias \"factorized\", found 4"},
       {simple, "bias_rank", 4, "config.bias_rank: expected 0"},
+      {simple, "token_shift", true,
+       "config.token_shift: expected false unless mixer is \"decay\", found true"},
+      {config_for("decay"), "token_shift", 1,
+       "config.token_shift: expected true or false, found 1"},
+      {config_for("decay"), "window", 4, "config.window: expected 0 for mixer \"decay\", found 4"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.words);
@@ -235,6 +249,15 @@ TEST(ModelConfig, BadFieldValues) {
     config[c.key] = c.value;
     expect_rejected(config, c.words);
   }
+}
+
+// Files written before the key existed have no token_shift: no token shift.
+TEST(ModelConfig, AbsentTokenShiftIsFalse) {
+  json config = config_for("decay_shift");
+  EXPECT_TRUE(parse(config).token_shift);
+  config.erase("token_shift");
+  EXPECT_FALSE(parse(config).token_shift);
+  EXPECT_EQ(tensor_map(config), tensor_map(config_for("decay")));
 }
 
 TEST(ModelConfig, AbsurdModelSizeIsRefused) {
@@ -302,6 +325,22 @@ TEST(ExpectedTensors, Conv) {
   EXPECT_EQ(t.at("layers.0.mixer.key.bias"), (Shape{2}));
   EXPECT_EQ(t.at("layers.1.mixer.pos_bias"), (Shape{2, 4}));
   EXPECT_EQ(t.size(), 1 + 2 * 17 + 2 + 2u);
+}
+
+TEST(ExpectedTensors, Decay) {
+  const json c = config_for("decay");
+  const auto t = tensor_map(c);
+  expect_common_tensors(t, c);
+  EXPECT_EQ(t.at("layers.0.mixer.key.weight"), (Shape{16, 16}));
+  EXPECT_EQ(t.at("layers.1.mixer.decay"), (Shape{16}));
+  EXPECT_EQ(t.at("layers.1.mixer.bonus"), (Shape{16}));
+  EXPECT_EQ(t.count("layers.0.mixer.shift.query"), 0u);
+  EXPECT_EQ(t.size(), 1 + 2 * 18 + 2 + 2u);
+  const auto shifted = tensor_map(config_for("decay_shift"));
+  for (const char* projection : {"query", "key", "value"}) {
+    EXPECT_EQ(shifted.at(std::string("layers.1.mixer.shift.") + projection), (Shape{16}));
+  }
+  EXPECT_EQ(shifted.size(), 1 + 2 * 21 + 2 + 2u);
 }
 
 TEST(ExpectedTensors, FullTable) {

@@ -210,7 +210,7 @@ TEST(GoldenFixtures, EveryVariantIsCovered) {
     EXPECT_GT(static_cast<int64_t>(f.tokens.size()), info.window) << name;
     aft_model_free(model);
   }
-  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay"}) {
     EXPECT_NE(std::find(mixers.begin(), mixers.end(), mixer), mixers.end()) << mixer;
   }
 }
@@ -229,7 +229,7 @@ TEST(GoldenFixtures, EveryVariantIsCoveredQuantized) {
     if (dtype != nullptr && std::string(dtype) == "bf16") bf16_mixers.push_back(info.mixer);
     aft_model_free(model);
   }
-  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay"}) {
     EXPECT_NE(std::find(q8_mixers.begin(), q8_mixers.end(), mixer), q8_mixers.end()) << mixer;
   }
   EXPECT_GE(bf16_mixers.size(), 2u);

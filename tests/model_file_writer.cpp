@@ -71,9 +71,12 @@ std::string utf8(uint32_t cp) {
 
 }  // namespace
 
-json tiny_config(const std::string& mixer) {
-  if (mixer != "simple" && mixer != "local" && mixer != "conv" && mixer != "full") {
-    throw std::invalid_argument("tiny_config: unknown mixer " + mixer);
+json tiny_config(const std::string& name) {
+  const bool token_shift = name == "decay_shift";
+  const std::string mixer = token_shift ? "decay" : name;
+  if (mixer != "simple" && mixer != "local" && mixer != "conv" && mixer != "full" &&
+      mixer != "decay") {
+    throw std::invalid_argument("tiny_config: unknown mixer " + name);
   }
   const bool windowed = mixer == "local" || mixer == "conv";
   return json{{"vocab_size", 256},
@@ -91,7 +94,8 @@ json tiny_config(const std::string& mixer) {
               {"embed_scale", 4.0},
               {"tied_embeddings", false},
               {"head_bias", true},
-              {"norm_eps", 1e-5}};
+              {"norm_eps", 1e-5},
+              {"token_shift", token_shift}};
 }
 
 json byte_tokenizer() { return json{{"type", "byte"}}; }

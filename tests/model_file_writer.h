@@ -17,11 +17,12 @@ struct TestTensor {
   std::vector<float> values;  // row-major, as many as the shape holds
 };
 
-// A tiny valid config per mixer ("simple", "local", "conv", "full"; full uses the table bias):
+// A tiny valid config per mixer ("simple", "local", "conv", "full", "decay"; full uses the table
+// bias; "decay_shift" is "decay" with token shift):
 // vocab 256 (byte tokenizer), d_model 16, 2 layers, d_ff 32, gelu, window 4 (local, conv),
 // n_heads 2 (conv), max_seq_len 64, sinusoidal positions, embed_scale 4, untied head with bias.
 // Throws std::invalid_argument for another mixer name. Edit the result for other variants.
-nlohmann::json tiny_config(const std::string& mixer);
+nlohmann::json tiny_config(const std::string& name);
 
 nlohmann::json byte_tokenizer();
 nlohmann::json char_tokenizer(const std::vector<std::string>& vocab);

@@ -223,7 +223,9 @@ TEST_P(RollbackTest, AFailedBatchDecodeChangesNoSession) {
 INSTANTIATE_TEST_SUITE_P(Mixers, RollbackTest,
                          ::testing::Values(Case{"simple", 1}, Case{"local", 1}, Case{"conv", 1},
                                            Case{"full", 1}, Case{"simple", 2}, Case{"local", 2},
-                                           Case{"conv", 2}, Case{"full", 2}),
+                                           Case{"conv", 2}, Case{"full", 2}, Case{"decay", 1},
+                                           Case{"decay_shift", 1}, Case{"decay", 2},
+                                           Case{"decay_shift", 2}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.mixer) + "_" +
                                   std::to_string(info.param.threads) + "_threads";

@@ -179,7 +179,8 @@ TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
   ASSERT_EQ(layers, 2u);
   ASSERT_EQ(d, 80u);
   const std::string mixer = GetParam();
-  const std::size_t window = mixer == "simple" ? 0 : mixer == "full" ? kPrompt : 4;
+  const bool decay = mixer.rfind("decay", 0) == 0;
+  const std::size_t window = mixer == "simple" || decay ? 0 : mixer == "full" ? kPrompt : 4;
   const double left = double(kPrompt - window);  // positions that joined the global sums
   for (uint32_t layer = 0; layer < layers; ++layer) {
     uint64_t rows = 0, frame_flag = 0;
@@ -202,19 +203,21 @@ TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
       EXPECT_GE(b[c], 1.0) << where;
       EXPECT_LE(b[c], left) << where;
     }
-    at += (d + 3 * ((d + 63) / 64) * rows * 64) * sizeof(float);  // frame; keys, values, scaled
+    // The frame; the last input (token shift); keys, values, scaled keys.
+    at += (d + (mixer == "decay_shift" ? d : 0) + 3 * ((d + 63) / 64) * rows * 64) * sizeof(float);
   }
   EXPECT_EQ(at + sizeof(uint64_t), blob.size());  // the checksum last
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, SessionStateTest,
-                         ::testing::Values("simple", "local", "conv", "full"));
+                         ::testing::Values("simple", "local", "conv", "full", "decay",
+                                           "decay_shift"));
 
 // The state's size per mixer: constant for AFT-simple and for the rings of AFT-local and
 // AFT-conv once the window is full; AFT-full keeps every position, so it grows.
 TEST(SessionStateSize, FollowsEachMixersState) {
   TempFile file;
-  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
     nlohmann::json config = tiny_config(mixer);
     config["max_seq_len"] = 128;
     write_random_model(file.path(), config, 1, 0.1f);

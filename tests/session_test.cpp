@@ -60,7 +60,7 @@ TEST_F(SessionTest, LearnedPositionsStopAtMaxSeqLen) {
 // Relative-position models have no length limit; prompts longer than a chunk (256 tokens) are
 // split, and every chunking gives the logits of decoding token by token.
 TEST_F(SessionTest, LongPromptsBeyondMaxSeqLenAndChunks) {
-  for (const char* mixer : {"simple", "conv"}) {
+  for (const char* mixer : {"simple", "conv", "decay", "decay_shift"}) {
     ModelHandle model = write_and_load(tiny_config(mixer));
     const std::vector<int32_t> tokens = token_sequence(600, 256);
     SessionHandle session = new_session(model.get());
@@ -124,15 +124,19 @@ TEST_F(SessionTest, ResetStartsOver) {
   EXPECT_EQ(eval(session.get(), model.get(), tokens, AFT_LOGITS_ALL), first);
 }
 
-// Keys and position biases of +-80 and beyond: exp() of them overflows float32, the running-max
-// accumulators must not. Logits stay finite and prefill agrees with decode.
+// Keys and position biases (the decay mixer's bonus) of +-80 and beyond: exp() of them overflows
+// float32, the running-max accumulators must not; decays from e^-10 to e^10 a token. Logits stay
+// finite and prefill agrees with decode.
 TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
-  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
     const nlohmann::json config = tiny_config(mixer);
     std::vector<TestTensor> tensors = random_tensors(config, 3);
     for (TestTensor& t : tensors) {
       const bool key = t.name.find(".mixer.key.") != std::string::npos;
-      const bool bias = t.name.find(".mixer.pos_bias") != std::string::npos;
+      const bool bias = t.name.find(".mixer.pos_bias") != std::string::npos ||
+                        t.name.find(".mixer.bonus") != std::string::npos;
+      const bool decay = t.name.find(".mixer.decay") != std::string::npos;
+      for (std::size_t i = 0; decay && i < t.values.size(); ++i) t.values[i] *= 100.0f;
       for (std::size_t i = 0; key && i < t.values.size(); ++i)
         t.values[i] *= 2000.0f;  // |k| ~ 100+
       for (std::size_t i = 0; bias && i < t.values.size(); ++i) {
@@ -155,7 +159,7 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
 // f32 weights, and 1 against 3 threads with the same model's linear weights in bf16 and q8_0 (by
 // aft-quantize: the same split, other GEMVs).
 TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
-  for (const char* mixer : {"simple", "local", "conv", "full"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay_shift"}) {
     nlohmann::json config = tiny_config(mixer);
     config["d_model"] = 768;
     config["d_ff"] = 2048;
@@ -209,7 +213,8 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheScan) {
     float key_scale;  // of the key projection's random weights: 500 spreads keys by tens
   };
   for (const Case& c : {Case{"simple", 0, 1.0f}, Case{"local", 4, 1.0f}, Case{"local", 100, 500.0f},
-                        Case{"conv", 4, 1.0f}, Case{"conv", 100, 500.0f}}) {
+                        Case{"conv", 4, 1.0f}, Case{"conv", 100, 500.0f}, Case{"decay", 0, 1.0f},
+                        Case{"decay_shift", 0, 500.0f}}) {
     nlohmann::json config = tiny_config(c.mixer);
     config["d_model"] = 80;
     config["window"] = c.window;
@@ -245,8 +250,10 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheScan) {
 
 // A 1-layer model's logits computed in float64 from its weights, when the mixer's sums depend on
 // the tokens only through how often each was seen: no positional encoding, so each token has one
-// key and value. `global[i]`: how often token i was seen at positions outside the window (bias 0);
-// `window`: the tokens inside it, newest first (distance 0 is the query's own position).
+// key and value. `global[i][c]`: the weight of token i's positions outside the window in channel c
+// (how often it was seen there, or for the decay mixer the sum of exp(-age lambda_c));
+// `window`: the tokens inside it, newest first (distance 0 is the query's own position; the decay
+// mixer's window is that position alone, with the bonus as its bias).
 class ExactOneLayerModel {
  public:
   ExactOneLayerModel(const nlohmann::json& config, const std::vector<TestTensor>& tensors)
@@ -255,6 +262,7 @@ class ExactOneLayerModel {
         vocab_(config["vocab_size"]),
         heads_(config["mixer"] == "conv" ? int(config["n_heads"]) : 1),
         window_(config["window"]),
+        decay_(config["mixer"] == "decay"),
         eps_(config["norm_eps"]) {
     for (const TestTensor& t : tensors) weights_[t.name] = {t.values.begin(), t.values.end()};
     const std::size_t key_width = config["mixer"] == "conv" ? heads_ : d_;
@@ -269,7 +277,7 @@ class ExactOneLayerModel {
     }
   }
 
-  std::vector<double> logits(const std::vector<std::size_t>& global,
+  std::vector<double> logits(const std::vector<std::vector<double>>& global,
                              const std::vector<int32_t>& window, int32_t token) {
     std::vector<double> y(d_);
     for (std::size_t c = 0; c < d_; ++c) {
@@ -277,15 +285,16 @@ class ExactOneLayerModel {
       const auto key = [&](std::size_t i) { return k_[i][heads_ == 1 ? c : head]; };
       std::vector<double> weight, logit, value;
       for (std::size_t i = 0; i < vocab_; ++i) {
-        if (global[i] == 0) continue;
-        weight.push_back(double(global[i]));
+        if (global[i][c] == 0.0) continue;
+        weight.push_back(global[i][c]);
         logit.push_back(key(i));
         value.push_back(v_[i][c]);
       }
       for (std::size_t dist = 0; dist < window.size(); ++dist) {
         weight.push_back(1.0);
         logit.push_back(key(window[dist]) +
-                        weights_["layers.0.mixer.pos_bias"][head * window_ + dist]);
+                        (decay_ ? weights_["layers.0.mixer.bonus"][c]
+                                : weights_["layers.0.mixer.pos_bias"][head * window_ + dist]));
         value.push_back(v_[window[dist]][c]);
       }
       const double top = *std::max_element(logit.begin(), logit.end());
@@ -328,14 +337,17 @@ class ExactOneLayerModel {
   }
 
   std::size_t d_, d_ff_, vocab_, heads_, window_;
+  bool decay_;
   double eps_;
   std::map<std::string, std::vector<double>> weights_;
   std::vector<std::vector<double>> embedded_, q_, k_, v_;
 };
 
 // The mixer's sums over 2^24 positions (prompts of 2^16 tokens) against float64 logits from the
-// token counts, at 2^20, 2^22 and 2^24 positions, for AFT-simple and AFT-conv. Keys spread over
-// about +-3, so that the sums mix weights from 1 down to e^-6. Measured: largest error 4.4e-7;
+// token counts, at 2^20, 2^22 and 2^24 positions, for AFT-simple, AFT-conv and the decay mixer
+// (its decays from 2^-4 to 2^-19 a token, so that the slowest channels remember about 2^19
+// positions: the per-token weights, summed in float64 here, are a geometric series). Keys spread
+// over about +-3, so that the sums mix weights from 1 down to e^-6. Measured: largest error 4.4e-7;
 // with float32 sums (state format 2) 2.4e-3, 9.5e-3 and 1.9e-2 (simple), 1.9e-3, 9.0e-3 and
 // 1.7e-2 (conv). Slow runs (long_run.h), which check memory and undefined behaviour rather than the
 // sums' length, stop at 2^18 (at 2^20 under ASan+UBSan: 56 s for simple, 93 s for conv). One test
@@ -352,13 +364,22 @@ TEST_P(LongSequenceTest, LogitsStayExactOverLongSequences) {
   config["activation"] = "relu";
   config["pos_encoding"] = "none";
   config["embed_scale"] = 1.0;
-  const std::vector<TestTensor> tensors = random_tensors(config, 3, 0.5f);
+  std::vector<TestTensor> tensors = random_tensors(config, 3, 0.5f);
+  const bool decay = config["mixer"] == "decay";
+  std::vector<double> kept(config["d_model"].get<std::size_t>(), 1.0);  // exp(-lambda_c)
+  for (TestTensor& t : tensors) {
+    if (t.name != "layers.0.mixer.decay") continue;
+    for (std::size_t c = 0; c < t.values.size(); ++c) {
+      t.values[c] = static_cast<float>(-std::log(2.0) * double(4 + c % 16));
+      kept[c] = std::exp(-std::exp(double(t.values[c])));
+    }
+  }
   write_model_file(file_.path(), config, tokenizer_for(8), tensors);
   ModelHandle model = load_model(file_.path());
   ExactOneLayerModel exact(config, tensors);
-  const std::size_t window = config["window"];
+  const std::size_t window = decay ? 1 : config["window"].get<std::size_t>();
   SessionHandle session = new_session(model.get());
-  std::vector<std::size_t> global(8);
+  std::vector<std::vector<double>> global(8, std::vector<double>(kept.size()));
   std::vector<int32_t> chunk(std::size_t{1} << 16), recent;  // recent: newest first
   uint32_t x = 11;
   std::size_t position = 0;
@@ -376,7 +397,10 @@ TEST_P(LongSequenceTest, LogitsStayExactOverLongSequences) {
         chunk[i] = static_cast<int32_t>(x >> 29);
         recent.insert(recent.begin(), chunk[i]);
         if (recent.size() > window) {
-          ++global[recent.back()];
+          for (std::size_t c = 0; decay && c < kept.size(); ++c) {
+            for (std::vector<double>& weights : global) weights[c] *= kept[c];
+          }
+          for (double& weight : global[recent.back()]) weight += 1.0;
           recent.pop_back();
         }
       }
@@ -396,7 +420,7 @@ TEST_P(LongSequenceTest, LogitsStayExactOverLongSequences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixers, LongSequenceTest, ::testing::Values("simple", "conv"),
+INSTANTIATE_TEST_SUITE_P(Mixers, LongSequenceTest, ::testing::Values("simple", "conv", "decay"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

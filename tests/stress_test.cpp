@@ -120,7 +120,9 @@ TEST_P(StressTest, ConcurrentMixedScriptsGetTheBitsOfOneThread) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixers, StressTest, ::testing::Values("simple", "local", "conv", "full"),
+INSTANTIATE_TEST_SUITE_P(Mixers, StressTest,
+                         ::testing::Values("simple", "local", "conv", "full", "decay",
+                                           "decay_shift"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

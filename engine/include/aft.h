@@ -103,7 +103,7 @@ aft_status aft_model_load_from_memory(const void* data, size_t size, const aft_m
 void aft_model_free(aft_model* model);
 
 typedef struct aft_model_info {
-  const char* mixer;     /* "simple", "local", "conv" or "full" */
+  const char* mixer;     /* "simple", "local", "conv", "full" or "decay" */
   const char* tokenizer; /* "byte" or "char" */
   int32_t vocab_size;
   int32_t d_model;

@@ -118,6 +118,8 @@ const char* to_string(Mixer mixer) {
       return "conv";
     case Mixer::Full:
       return "full";
+    case Mixer::Decay:
+      return "decay";
   }
   return "unknown";
 }
@@ -133,7 +135,7 @@ ModelConfig ModelConfig::from_json(const json& config, const std::string& where)
   c.d_ff = r.integer("d_ff", 1);
   static const char* const kActivations[] = {"relu", "gelu"};
   c.activation = static_cast<Activation>(r.choice("activation", kActivations));
-  static const char* const kMixers[] = {"simple", "local", "conv", "full"};
+  static const char* const kMixers[] = {"simple", "local", "conv", "full", "decay"};
   c.mixer = static_cast<Mixer>(r.choice("mixer", kMixers));
 
   const std::string for_mixer = std::string(" for mixer ") + json_quote(to_string(c.mixer));
@@ -165,6 +167,10 @@ ModelConfig ModelConfig::from_json(const json& config, const std::string& where)
   c.tied_embeddings = r.boolean("tied_embeddings");
   c.head_bias = r.boolean("head_bias");
   c.norm_eps = static_cast<float>(r.number("norm_eps", true));
+  // Absent in files written before the key existed: false.
+  c.token_shift = r.find("token_shift") != nullptr && r.boolean("token_shift");
+  if (c.token_shift && c.mixer != Mixer::Decay)
+    r.fail("token_shift", "expected false unless mixer is \"decay\", found true");
 
   if (c.n_parameters() > kMaxParameters) {
     r.fail("", "the model would have more than 2^40 parameters (the limit of this build)");
@@ -230,6 +236,14 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
     } else if (c.mixer == Mixer::Full) {
       add(p + "mixer.pos_u", {t, c.bias_rank});
       add(p + "mixer.pos_v", {t, c.bias_rank});
+    } else if (c.mixer == Mixer::Decay) {
+      add(p + "mixer.decay", {d});
+      add(p + "mixer.bonus", {d});
+      if (c.token_shift) {
+        add(p + "mixer.shift.query", {d});
+        add(p + "mixer.shift.key", {d});
+        add(p + "mixer.shift.value", {d});
+      }
     }
     add(p + "norm2.weight", {d});
     add(p + "norm2.bias", {d});

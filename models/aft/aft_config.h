@@ -12,7 +12,7 @@
 
 namespace aft {
 
-enum class Mixer { Simple, Local, Conv, Full };
+enum class Mixer { Simple, Local, Conv, Full, Decay };
 enum class Activation { Relu, Gelu };
 enum class FullBias { Table, Factorized };
 
@@ -33,6 +33,8 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool head_bias = true;
   float norm_eps = 1e-5f;
+  // The query, key and value projections read mu x_t + (1 - mu) x_{t-1} (mixer "decay" only).
+  bool token_shift = false;
 
   // Parses and checks every field and their consistency; throws Error(AFT_ERR_FORMAT) with a
   // message "<where>: config.<key>: expected ..., found ...".

@@ -2,6 +2,7 @@
 
 #include "engine/runtime/ops/ops.h"
 #include "ops/aft_mixer_op.h"
+#include "ops/decay_mixer_op.h"
 
 namespace aft {
 
@@ -51,23 +52,40 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
     // wanted.
     const RowSet after_mixer = i + 1 == config.n_layers ? RowSet::Output : RowSet::Tokens;
 
-    PositionBiasWeights bias_weights;
-    if (config.pos_bias_table() || config.mixer == Mixer::Conv) {
-      bias_weights.pos_bias = weight(mixer + ".pos_bias");
-    } else if (config.mixer == Mixer::Full) {
-      bias_weights.pos_u = weight(mixer + ".pos_u");
-      bias_weights.pos_v = weight(mixer + ".pos_v");
-    }
-    model.position_biases.push_back(make_position_bias(config, bias_weights));
-
     const ValueId h = layer_norm(layer + ".norm1", x, RowSet::Tokens);
-    const ValueId q = linear(mixer + ".query", d, d, h, kernels::PostOp::None, RowSet::Tokens);
-    const ValueId k =
-        linear(mixer + ".key", d, key_width, h, kernels::PostOp::None, RowSet::Tokens);
-    const ValueId v = linear(mixer + ".value", d, d, h, kernels::PostOp::None, RowSet::Tokens);
-    const ValueId y = g.add_node(
-        make_aft_mixer_op(static_cast<std::size_t>(i), key_width, *model.position_biases.back()),
-        {q, k, v}, mixer, d, RowSet::Tokens);
+    // With token shift, each projection reads its own mix of h and the previous token's h.
+    auto projection_input = [&](const char* projection) {
+      if (!config.token_shift) return h;
+      const std::string name = mixer + ".shift." + projection;
+      return g.add_node(make_token_shift_op(static_cast<std::size_t>(i), weight(name)), {h}, name,
+                        d, RowSet::Tokens);
+    };
+    const ValueId q = linear(mixer + ".query", d, d, projection_input("query"),
+                             kernels::PostOp::None, RowSet::Tokens);
+    const ValueId k = linear(mixer + ".key", d, key_width, projection_input("key"),
+                             kernels::PostOp::None, RowSet::Tokens);
+    const ValueId v = linear(mixer + ".value", d, d, projection_input("value"),
+                             kernels::PostOp::None, RowSet::Tokens);
+    ValueId y;
+    if (config.mixer == Mixer::Decay) {
+      std::vector<ValueId> mixer_inputs = {q, k, v};
+      if (config.token_shift) mixer_inputs.push_back(h);
+      y = g.add_node(make_decay_mixer_op(static_cast<std::size_t>(i), d, weight(mixer + ".decay"),
+                                         weight(mixer + ".bonus")),
+                     mixer_inputs, mixer, d, RowSet::Tokens);
+    } else {
+      PositionBiasWeights bias_weights;
+      if (config.pos_bias_table() || config.mixer == Mixer::Conv) {
+        bias_weights.pos_bias = weight(mixer + ".pos_bias");
+      } else if (config.mixer == Mixer::Full) {
+        bias_weights.pos_u = weight(mixer + ".pos_u");
+        bias_weights.pos_v = weight(mixer + ".pos_v");
+      }
+      model.position_biases.push_back(make_position_bias(config, bias_weights));
+      y = g.add_node(
+          make_aft_mixer_op(static_cast<std::size_t>(i), key_width, *model.position_biases.back()),
+          {q, k, v}, mixer, d, RowSet::Tokens);
+    }
     x = linear_plus(mixer + ".output", d, y, x, after_mixer);
 
     const ValueId h2 = layer_norm(layer + ".norm2", x, after_mixer);

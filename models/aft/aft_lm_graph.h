@@ -15,8 +15,9 @@
 namespace aft {
 
 struct AftLmGraph {
-  std::vector<std::unique_ptr<PositionBias>> position_biases;  // per layer, read by the mixer ops
-  Graph graph;                                                 // logits [rows, vocab_size]
+  std::vector<std::unique_ptr<PositionBias>>
+      position_biases;  // per AFT mixer layer, read by its op
+  Graph graph;          // logits [rows, vocab_size]
 };
 
 // `weight` returns a tensor named as in docs/format.md, already checked for shape and dtype: f32,

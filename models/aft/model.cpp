@@ -101,6 +101,7 @@ SessionState Model::initial_state() const {
     layer.a.resize(layer.m.size());
     layer.b.resize(layer.m.size());
     layer.frame.resize(layer.m.size());
+    if (config_.token_shift) layer.last_input.resize(layer.m.size());
     layer.reset();
   }
   return state;

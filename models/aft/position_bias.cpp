@@ -106,8 +106,11 @@ std::unique_ptr<PositionBias> make_position_bias(const ModelConfig& config,
                                                 config.bias_rank);
       }
       return std::make_unique<TableBias>(weights.pos_bias, config.max_seq_len, config.max_seq_len);
+    case Mixer::Decay:
+      break;  // no pair-wise table: its own op (decay_mixer_op.h)
   }
-  throw Error(AFT_ERR_INTERNAL, "unknown mixer");
+  throw Error(AFT_ERR_INTERNAL,
+              std::string("no position bias for mixer ") + to_string(config.mixer));
 }
 
 }  // namespace aft

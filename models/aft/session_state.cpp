@@ -11,6 +11,7 @@ void MixerState::reset() {
   std::fill(a.begin(), a.end(), 0.0);
   std::fill(b.begin(), b.end(), 0.0);
   std::fill(frame.begin(), frame.end(), -std::numeric_limits<float>::infinity());
+  std::fill(last_input.begin(), last_input.end(), 0.0f);
   frame_valid = true;
 }
 

@@ -31,6 +31,9 @@ struct MixerState {
   // (Op::prepare takes it, so that no thread of the region writes the flag).
   bool reframe_pending = false;
   std::size_t capacity = 0;
+  // With token shift (the decay mixer): the layer's input of the sequence's last token, x_{t-1} of
+  // the next (d floats, zero at the start; empty otherwise).
+  AlignedFloats last_input;
 
   void reset();
   // The rows of keys, values and scaled keys that positions [0, positions) need: a ring's

@@ -13,22 +13,25 @@ namespace {
 
 // Layout, little-endian (as the model file): magic, u32 version, u32 model fingerprint, i64
 // position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then doubles: m, a,
-// b (d each), then floats: frame (d), keys, values, scaled keys (rows x blocks x 64 each,
-// channel_blocked_rows.h); last a u64 state_checksum of every byte before it.
+// b (d each), then floats: frame (d), the last input (d with token shift, else none), keys, values,
+// scaled keys (rows x blocks x 64 each, channel_blocked_rows.h); last a u64 state_checksum of every
+// byte before it.
 constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4;
 constexpr std::size_t kLayerHeaderBytes = 8 + 8;
 
-// A layer's arrays after its header: the sums (3 d doubles), the frame (d floats) and three arrays
-// of rows by channel blocks (floats).
-std::size_t layer_array_bytes(std::size_t d, std::size_t rows) {
+// A layer's arrays after its header: the sums (3 d doubles), the frame and the last input (floats)
+// and three arrays of rows by channel blocks (floats).
+std::size_t layer_array_bytes(const MixerState& layer, std::size_t rows) {
+  const std::size_t d = layer.m.size();
   return 3 * d * sizeof(double) +
-         (d + 3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock) *
+         (d + layer.last_input.size() +
+          3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock) *
              sizeof(float);
 }
 
 std::size_t layer_bytes(const MixerState& layer) {
-  return kLayerHeaderBytes + layer_array_bytes(layer.m.size(), layer.keys.rows());
+  return kLayerHeaderBytes + layer_array_bytes(layer, layer.keys.rows());
 }
 
 // Copies n values from bytes at `from` (any alignment); returns where the next ones start.
@@ -117,6 +120,7 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
     w.values(layer.a.data(), layer.a.size());
     w.values(layer.b.data(), layer.b.size());
     w.values(layer.frame.data(), layer.frame.size());
+    w.values(layer.last_input.data(), layer.last_input.size());
     w.values(layer.keys.data(), layer.keys.floats());
     w.values(layer.values.data(), layer.values.floats());
     w.values(layer.scaled_keys.data(), layer.scaled_keys.floats());
@@ -175,7 +179,7 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
                    "), frame flag " + std::to_string(frame_valid));
     }
     places.push_back({static_cast<std::size_t>(rows), frame_valid == 1, bytes + r.at()});
-    r.skip(layer_array_bytes(d, static_cast<std::size_t>(rows)));
+    r.skip(layer_array_bytes(layer, static_cast<std::size_t>(rows)));
   }
   const std::size_t checked = r.at();
   const auto stored = r.value<uint64_t>();
@@ -205,6 +209,7 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
       from = copy_values(from, sums->data(), d);
     }
     from = copy_values(from, layer.frame.data(), d);
+    from = copy_values(from, layer.last_input.data(), layer.last_input.size());
     for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
       from = copy_values(from, rows_of->data(), rows_of->floats());
     }

@@ -3,11 +3,12 @@
 // error the session is unchanged).
 //
 // Not a copy of the whole state, which would cost a decoded token as much as its mixers read (an
-// AFT-full or wide-window state is megabytes): per layer, the sums (m, a, b), the frame and its
-// flags, and the rows the call's positions are written to; rows that grow (AFT-full) keep their old
-// arrays. The one change that reaches further, a frame raised by a new key, which rescales every
-// scaled key of the window, is saved by the mixer as it happens, once per call and channel block
-// (save_scaled). A decoded token of a d = 512, 12-layer model saves about 240 KB.
+// AFT-full or wide-window state is megabytes): per layer, the sums (m, a, b), the last input (token
+// shift), the frame and its flags, and the rows the call's positions are written to; rows that grow
+// (AFT-full) keep their old arrays. The one change that reaches further, a frame raised by a new
+// key, which rescales every scaled key of the window, is saved by the mixer as it happens, once per
+// call and channel block (save_scaled). A decoded token of a d = 512, 12-layer model saves about
+// 240 KB.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +38,7 @@ class StateRollback : public SequenceRollback {
  private:
   struct Layer {
     AlignedDoubles m, a, b;
-    AlignedFloats frame;
+    AlignedFloats frame, last_input;
     bool frame_valid = true;
     bool reframe_pending = false;
     // Rows grew: the old arrays, whole (nothing else of keys, values or scaled keys is saved).

@@ -5,6 +5,8 @@
     /usr/bin/python3 tools/aft_export.py --random --preset tiny --mixer conv --out tiny-conv.aft
     /usr/bin/python3 tools/aft_export.py --random --preset tiny --set full_bias=factorized \\
         --set bias_rank=16 --mixer full --out tiny-full.aft
+    /usr/bin/python3 tools/aft_export.py --random --preset enwik8 --mixer decay --token-shift \\
+        --out enwik8-decay.aft
     # a checkpoint of tools/aft_train.py ({"config", "model", "tokenizer"})
     /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --out model.aft
     # the linear layers' weights in 8 bits (or bf16); everything else stays f32
@@ -97,6 +99,8 @@ def summary(path, config: dict, size: int, state_dict: dict) -> str:
         variant += f" ({c['n_heads']} heads)"
     if c["mixer"] == "full":
         variant += f" ({c['full_bias']}" + (f", rank {c['bias_rank']})" if c["bias_rank"] else ")")
+    if c["token_shift"]:
+        variant += " (token shift)"
     return (f"wrote {path}: AFT-{variant}, {c['n_layers']} layers x {c['d_model']}, d_ff {c['d_ff']}, "
             f"vocab {c['vocab_size']}, T_max {c['max_seq_len']}; {params:,} parameters "
             f"({position:,} position), {size:,} bytes")
@@ -221,6 +225,8 @@ def main(argv=None) -> int:
     parser.add_argument("--mixer", choices=modelfile.MIXERS, help="with --preset: the AFT variant (default local)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key (value parsed as JSON, else a string)")
+    parser.add_argument("--token-shift", action="store_true",
+                        help="mixer decay: the token shift (as --set token_shift=true)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--tokenizer", choices=("byte", "char"),
                         help="random models: default byte if vocab_size is 256, else char")
@@ -236,7 +242,8 @@ def main(argv=None) -> int:
     try:
         metadata = {}
         if args.checkpoint:
-            if args.config or args.preset or args.mixer or args.set or args.vocab_file or args.tokenizer:
+            if (args.config or args.preset or args.mixer or args.set or args.token_shift
+                    or args.vocab_file or args.tokenizer):
                 parser.error("--checkpoint takes its config and tokenizer from the checkpoint")
             config, state_dict, tokenizer, metadata = load_checkpoint(args.checkpoint)
         else:
@@ -245,6 +252,8 @@ def main(argv=None) -> int:
             if args.mixer and not args.preset:
                 parser.error("--mixer goes with --preset (put \"mixer\" in the config file)")
             overrides = _parse_set(args.set)
+            if args.token_shift:
+                overrides["token_shift"] = True
             vocab = None
             if args.vocab_file:
                 vocab = vocab_from_text(args.vocab_file.read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ from .errors import AftError, Status
 class ModelInfo:
     """aft_model_info: what the model is (see aft.h)."""
 
-    mixer: str  # "simple", "local", "conv" or "full"
+    mixer: str  # "simple", "local", "conv", "full" or "decay"
     tokenizer: str  # "byte" or "char"
     vocab_size: int
     d_model: int

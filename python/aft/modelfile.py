@@ -47,13 +47,15 @@ class FormatError(ValueError):
 
 # Every config key of docs/format.md, in the table's order. Writers write all of them; keys that
 # do not apply to a mixer carry the neutral value (window 0, n_heads 1, full_bias "table",
-# bias_rank 0).
+# bias_rank 0, token_shift false).
 CONFIG_KEYS = (
     "vocab_size", "d_model", "n_layers", "d_ff", "activation", "mixer", "window", "n_heads",
     "full_bias", "bias_rank", "max_seq_len", "pos_encoding", "embed_scale", "tied_embeddings",
-    "head_bias", "norm_eps",
+    "head_bias", "norm_eps", "token_shift",
 )
-MIXERS = ("simple", "local", "conv", "full")
+MIXERS = ("simple", "local", "conv", "full", "decay")
+# The decay mixer's token shift: one mix per projection (tensors layers.i.mixer.shift.NAME).
+SHIFTED_PROJECTIONS = ("query", "key", "value")
 ACTIVATIONS = ("relu", "gelu")
 POS_ENCODINGS = ("none", "sinusoidal", "learned")
 FULL_BIASES = ("table", "factorized")
@@ -94,10 +96,13 @@ def validate_config(config, strict_keys: bool = False) -> dict:
     Raises FormatError naming the key, what was expected and what was found. With strict_keys
     (writers), every key of the table must be present and no other; without (readers), unknown
     keys are ignored and a key the mixer does not use (window, n_heads, full_bias, bias_rank)
-    may be absent.
+    may be absent. token_shift may be absent in both (it is false then).
     """
     if not isinstance(config, dict):
         raise FormatError(f"config: expected a JSON object, found {type(config).__name__}")
+    # token_shift came after the other keys: the files and configs (trainer checkpoints) written
+    # before it have none.
+    config = {"token_shift": False, **config}
     if not strict_keys:
         # Readers: a key the mixer does not use may be absent; it takes its neutral value.
         mixer = config.get("mixer")
@@ -130,7 +135,7 @@ def validate_config(config, strict_keys: bool = False) -> dict:
                          ("pos_encoding", POS_ENCODINGS), ("full_bias", FULL_BIASES)):
         if config[key] not in allowed:
             fail(key, "one of " + ", ".join(f'"{value}"' for value in allowed))
-    for key in ("tied_embeddings", "head_bias"):
+    for key in ("tied_embeddings", "head_bias", "token_shift"):
         if not isinstance(config[key], bool):
             fail(key, "true or false")
     # The engine computes in float32: the values must survive the conversion.
@@ -156,6 +161,8 @@ def validate_config(config, strict_keys: bool = False) -> dict:
             fail("bias_rank", f"an integer in [1, {MAX_DIM}] for a factorized full bias")
     elif config["bias_rank"] != 0:
         fail("bias_rank", "0 unless mixer is \"full\" with full_bias \"factorized\"")
+    if config["token_shift"] and mixer != "decay":
+        fail("token_shift", "false unless mixer is \"decay\"")
     if n_parameters(config) > MAX_PARAMETERS:
         raise FormatError(f"config: the model would have more than 2^40 parameters (the engine's "
                           f"limit), found {n_parameters(config)}")
@@ -215,6 +222,10 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
         elif mixer == "full":
             specs += [(p + "mixer.pos_u", (t_max, config["bias_rank"])),
                       (p + "mixer.pos_v", (t_max, config["bias_rank"]))]
+        elif mixer == "decay":
+            specs += [(p + "mixer.decay", (d,)), (p + "mixer.bonus", (d,))]
+            if config["token_shift"]:
+                specs += [(p + f"mixer.shift.{name}", (d,)) for name in SHIFTED_PROJECTIONS]
         specs += [(p + "norm2.weight", (d,)), (p + "norm2.bias", (d,))]
         specs += [(p + "ffn.up.weight", (d_ff, d)), (p + "ffn.up.bias", (d_ff,)),
                   (p + "ffn.down.weight", (d, d_ff)), (p + "ffn.down.bias", (d,))]

@@ -11,12 +11,15 @@ The AFT mixer (causal form, per channel c, query position t):
 
     Y_t = sigmoid(Q_t) * sum_{t'<=t} exp(K_t' + w[t,t']) V_t' / sum_{t'<=t} exp(K_t' + w[t,t'])
 
-with the position bias w of the variant (simple, local, conv, full; see docs/format.md).
+with the position bias w of the variant (simple, local, conv, full, decay; see docs/format.md).
+The decay mixer's bias is per channel: -(t - 1 - t') exp(decay) for t' < t and bonus for t' = t,
+and with token shift its query, key and value read mu x_t + (1 - mu) x_{t-1}.
 
 Two forward passes:
 * `AftLM.forward`: the parallel form used for training and for the test fixtures (float32),
-  a matrix product with max shifts, O(T^2 + T d) memory per layer, no [T, T, d] tensor;
-  numerically safe for keys and biases up to about +-150 (see `causal_weighted_average`).
+  a matrix product with max shifts, O(T^2 + T d) memory per layer, no [T, T, d] tensor (but
+  for the decay mixer, whose bias is per channel: O(d T^2)); numerically safe for keys up to
+  about +-150, whatever the biases (see `causal_weighted_average`).
 * `forward_naive`: a slow, literal float64 loop over positions, written from the definition,
   for tests only.
 `AftStream` (end of the file) decodes token by token with the engine's running state; the
@@ -50,7 +53,7 @@ def default_config(**overrides) -> dict:
         "vocab_size": 256, "d_model": 128, "n_layers": 4, "d_ff": 256, "activation": "relu",
         "mixer": "local", "window": 32, "n_heads": 1, "full_bias": "table", "bias_rank": 0,
         "max_seq_len": 256, "pos_encoding": "sinusoidal", "embed_scale": 1.0,
-        "tied_embeddings": False, "head_bias": True, "norm_eps": 1e-5,
+        "tied_embeddings": False, "head_bias": True, "norm_eps": 1e-5, "token_shift": False,
     }
     config.update(overrides)
     mixer = config["mixer"]
@@ -97,15 +100,16 @@ def causal_weighted_average(w: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
     k: [B, T, H, Ck] keys; v: [B, T, H, Cv] values, where Ck is Cv (one key per channel) or 1
     (one key per head, AFT-conv). Returns [B, T, H, Cv].
 
-    Matrix-product form, O(T^2 + T d) memory: with r[t] = max_{s<=t} w[t,s] (row max) and
+    Matrix-product form, O(H T^2 + T d) memory: with r[t] = max_{s<=t} w[t,s] (row max) and
     m[c] = max_s k[s,c] (column max over the sequence),
         num = exp(w - r) @ (exp(k - m) * v),   den = exp(w - r) @ exp(k - m),   Y = num / den.
-    The shifts cancel in num / den (so they are detached; gradients are exact). The largest term
-    of a row is at least exp(-spread), spread = (spread of the row's biases) + (spread of the
-    keys): in float32 that is safe up to a spread of 60 (terms lost to underflow are then below
-    1e-11 of the row's largest term). Beyond, this function computes in float64 (exp range ~700),
-    which keeps it exact for keys and biases of up to about +-150 (far beyond what trained
-    models produce; past a spread of ~700 a row's sum underflows even in float64).
+    The shifts cancel in num / den (so they are detached; gradients are exact). A row's term at
+    its largest bias is exp(k - m) >= exp(-spread), spread = the spread of the keys, and a term
+    lost to underflow has a factor below exp(-87) (float32): in float32 that is safe up to a
+    spread of 60 (lost terms are then below 1e-11 of the row's largest term), whatever the biases
+    (the decay mixer's grow without bound with the distance). Beyond, this function computes in
+    float64 (exp range ~700), which keeps it exact for keys of up to about +-150 (far beyond what
+    trained models produce; past a spread of ~700 a row's sum underflows even in float64).
     """
     T = w.shape[1]
     future = torch.ones(T, T, dtype=torch.bool, device=w.device).triu(1)
@@ -113,8 +117,7 @@ def causal_weighted_average(w: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
     row_max = w.detach().amax(dim=2, keepdim=True)                             # [H, T, 1]
     key_max = k.detach().amax(dim=1, keepdim=True)                             # [B, 1, H, Ck]
     with torch.no_grad():
-        row_min = w.masked_fill(future, float("inf")).amin(dim=2, keepdim=True)
-        spread = (row_max - row_min).max() + (key_max - k.amin(dim=1, keepdim=True)).max()
+        spread = (key_max - k.amin(dim=1, keepdim=True)).max()
     out_dtype = v.dtype
     if float(spread) > 60.0:
         w, k, v = w.double(), k.double(), v.double()
@@ -131,16 +134,20 @@ def causal_weighted_average(w: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
 # ----------------------------------------------------------------------------------------------
 
 class AftMixer(nn.Module):
-    """query/key/value/output Linear layers plus the variant's position bias parameters."""
+    """query/key/value/output Linear layers plus the variant's position bias parameters (and the
+    decay mixer's token shift). `layer` (0-based) only sets the decay mixer's initial values."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, layer: int = 0):
         super().__init__()
         d, t_max = config["d_model"], config["max_seq_len"]
         self.kind = config["mixer"]
         self.window = config["window"]
         self.n_heads = config["n_heads"]
+        # Heads of the position bias: conv's, one per channel for decay, else one.
+        self.bias_heads = d if self.kind == "decay" else self.n_heads
         self.full_bias = config["full_bias"]
         self.pos_bias_table = modelfile.pos_bias_table(config)
+        self.token_shift = config["token_shift"]
         self.query = nn.Linear(d, d)
         self.key = nn.Linear(d, self.n_heads if self.kind == "conv" else d)
         self.value = nn.Linear(d, d)
@@ -154,9 +161,16 @@ class AftMixer(nn.Module):
             # w = U V^T starts at 0 but is trainable (V = 0, U random; both zero would be stuck).
             self.pos_u = nn.Parameter(torch.randn(t_max, rank) / math.sqrt(rank))
             self.pos_v = nn.Parameter(torch.zeros(t_max, rank))
+        elif self.kind == "decay":
+            decay, bonus, shift = decay_init(d, layer, config["n_layers"])
+            self.decay, self.bonus = nn.Parameter(decay), nn.Parameter(bonus)
+            if self.token_shift:
+                self.shift = nn.ParameterDict({name: nn.Parameter(mu) for name, mu in
+                                               zip(modelfile.SHIFTED_PROJECTIONS, shift)})
 
     def position_bias(self, T: int) -> torch.Tensor:
-        """w for positions 0..T-1 as [H, T, T] (H = n_heads for conv, else 1), w[h, t, t'].
+        """w for positions 0..T-1 as [H, T, T] (H = bias_heads: n_heads for conv, d for decay,
+        else 1), w[h, t, t'].
 
         Entries with t' > t are not meaningful (the operator masks them).
         """
@@ -172,18 +186,45 @@ class AftMixer(nn.Module):
         if self.kind == "conv":
             relative = self.pos_bias[:, distance.clamp(0, self.window - 1)]   # [H, T, T]
             return torch.where(in_window[None], relative, torch.zeros_like(relative))
+        if self.kind == "decay":   # -(t - 1 - t') lambda before the token, the bonus on it
+            decayed = -(distance - 1).clamp(min=0) * torch.exp(self.decay)[:, None, None]
+            return torch.where(distance == 0, self.bonus[:, None, None], decayed)
         if self.full_bias == "table":
             return self.pos_bias[:T, :T][None]
         return (self.pos_u[:T] @ self.pos_v[:T].t())[None]
 
+    def shift_mix(self, x: torch.Tensor, previous: torch.Tensor) -> tuple:
+        """The token shift: the query's, key's and value's inputs mu x + (1 - mu) previous."""
+        return tuple(mu * x + (1 - mu) * previous for mu in
+                     (self.shift[name] for name in modelfile.SHIFTED_PROJECTIONS))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        H = self.n_heads
-        q = self.query(x)
-        k = self.key(x).view(B, T, H, -1)        # conv: one key per head; else one per channel
-        v = self.value(x).view(B, T, H, d // H)
+        H = self.bias_heads
+        inputs = (x, x, x)
+        if self.token_shift:   # x_{t-1}, zero before the first token
+            inputs = self.shift_mix(x, torch.cat([torch.zeros_like(x[:, :1]), x[:, :-1]], dim=1))
+        q = self.query(inputs[0])
+        k = self.key(inputs[1]).view(B, T, H, -1)   # conv: one key per head; else one per channel
+        v = self.value(inputs[2]).view(B, T, H, d // H)
         y = causal_weighted_average(self.position_bias(T), k, v)
         return self.output(torch.sigmoid(q) * y.reshape(B, T, d))
+
+
+def decay_init(d: int, layer: int, n_layers: int) -> tuple:
+    """RWKV-4's initial values for layer `layer`: decay, bonus and the token shift's (mu of the
+    query, key, value), float32 [d] each. log lambda rises from -5 (slow) to 3 (fast) over the
+    channels, deeper layers keeping more channels slow; the bonus is log(0.3) with a zigzag of
+    +-0.5; mu rises over the channels from 0 (the previous token only) towards 1 (this token
+    only), nearer 1 in deeper layers."""
+    depth = layer / max(n_layers - 1, 1)                       # 0 for the first layer, 1 the last
+    shallowness = 1.0 - layer / n_layers                       # 1 for the first layer, 1/n the last
+    channel = torch.arange(d, dtype=torch.float64)
+    decay = -5 + 8 * (channel / max(d - 1, 1)) ** (0.7 + 1.3 * depth)
+    bonus = math.log(0.3) + 0.5 * ((channel + 1) % 3 - 1)
+    ramp = channel / d
+    shift = (ramp ** (0.5 * shallowness), ramp ** shallowness, ramp ** shallowness + 0.3 * depth)
+    return decay.float(), bonus.float(), tuple(mu.float() for mu in shift)
 
 
 class FeedForward(nn.Module):
@@ -198,11 +239,11 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, config: dict, dropout: float = 0.0):
+    def __init__(self, config: dict, dropout: float = 0.0, layer: int = 0):
         super().__init__()
         d, eps = config["d_model"], config["norm_eps"]
         self.norm1 = nn.LayerNorm(d, eps=eps)
-        self.mixer = AftMixer(config)
+        self.mixer = AftMixer(config, layer)
         self.norm2 = nn.LayerNorm(d, eps=eps)
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(dropout)
@@ -254,7 +295,7 @@ class AftLM(nn.Module):
             self.register_buffer("sinusoidal", sinusoidal_encoding(c["max_seq_len"], c["d_model"]),
                                  persistent=False)
         self.dropout = nn.Dropout(dropout)
-        self.layers = nn.ModuleList(Block(c, dropout) for _ in range(c["n_layers"]))
+        self.layers = nn.ModuleList(Block(c, dropout, layer) for layer in range(c["n_layers"]))
         self.norm = nn.LayerNorm(c["d_model"], eps=c["norm_eps"])
         self.head = OutputHead(c)
 
@@ -301,7 +342,8 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
     """Logits [T, vocab] in float64 for one token sequence, computed position by position from
     the definitions in docs/format.md, with no shifts and no parallel tricks. Slow; tests only.
 
-    exp() is taken literally, which float64 represents for |K + w| up to ~700.
+    exp() is taken literally, which float64 represents for K + w up to ~700, and each row's
+    largest K + w must be above ~-700 (the decay mixer's far terms may underflow to 0).
     """
     c = config
     P = {name: tensor.detach().to(torch.float64) for name, tensor in state_dict.items()}
@@ -327,6 +369,10 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
         p = f"layers.{layer}.mixer."
         if c["mixer"] == "simple":
             return torch.zeros(d, dtype=torch.float64)
+        if c["mixer"] == "decay":
+            if s == t:
+                return P[p + "bonus"]
+            return -(t - 1 - s) * torch.exp(P[p + "decay"])
         if c["mixer"] == "local":
             value = P[p + "pos_bias"][t, s] if t - s < c["window"] else 0.0
             return torch.full((d,), float(value), dtype=torch.float64)
@@ -358,19 +404,27 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
     for layer in range(c["n_layers"]):
         p = f"layers.{layer}."
         h = [layer_norm(p + "norm1", x) for x in xs]
-        q = [linear(p + "mixer.query", x) for x in h]
-        k = [linear(p + "mixer.key", x) for x in h]
-        v = [linear(p + "mixer.value", x) for x in h]
+        inputs = {name: h for name in ("query", "key", "value")}
+        if c["token_shift"]:   # mu x_t + (1 - mu) x_{t-1}, x_{-1} = 0
+            previous = [torch.zeros(d, dtype=torch.float64)] + h[:-1]
+            mu = {name: P[p + "mixer.shift." + name] for name in inputs}
+            inputs = {name: [mu[name] * x + (1 - mu[name]) * x_1 for x, x_1 in zip(h, previous)]
+                      for name in inputs}
+        q = [linear(p + "mixer.query", x) for x in inputs["query"]]
+        k = [linear(p + "mixer.key", x) for x in inputs["key"]]
+        v = [linear(p + "mixer.value", x) for x in inputs["value"]]
         if c["mixer"] == "conv":   # one key per head, shared by the head's channels
             k = [key.repeat_interleave(head_width) for key in k]
         for t in range(T):
             num = torch.zeros(d, dtype=torch.float64)
             den = torch.zeros(d, dtype=torch.float64)
+            top = torch.full((d,), float("-inf"), dtype=torch.float64)
             for s in range(t + 1):
                 score = k[s] + bias(layer, t, s)
-                assert float(score.abs().max()) < 700, "outside float64's exp range"
+                top = torch.maximum(top, score)
                 num += torch.exp(score) * v[s]
                 den += torch.exp(score)
+            assert float(top.abs().max()) < 700, "outside float64's exp range"
             y = torch.sigmoid(q[t]) * num / den
             xs[t] = xs[t] + linear(p + "mixer.output", y)
         for t in range(T):
@@ -395,9 +449,11 @@ class AftStream:
     """Feeds an AftLM one token at a time, as the engine does (docs/architecture.md, "The AFT
     mixer"): per layer, (m, a, b) = running max, sum exp(k - m) v and sum exp(k - m) over the
     positions outside the window (bias 0), plus the window's keys and values (local, conv: the
-    last `window`; full: every position). Memory and time per token are constant for simple,
-    local and conv. `step(token)` returns that position's logits [vocab], which match the row of
-    `AftLM.forward` for the same prefix. Inference only: call under torch.inference_mode().
+    last `window`; full: every position). decay: (m, a, b) over the earlier positions with their
+    decayed logits k - (t - 1 - t') lambda, and with token shift the previous token's mixer
+    input. Memory and time per token are constant for simple, local, conv and decay.
+    `step(token)` returns that position's logits [vocab], which match the row of `AftLM.forward`
+    for the same prefix. Inference only: call under torch.inference_mode().
     """
 
     def __init__(self, model: AftLM):
@@ -405,7 +461,8 @@ class AftStream:
         self.position = 0
         d = model.config["d_model"]
         self.state = [{"m": torch.full((d,), float("-inf")), "a": torch.zeros(d),
-                       "b": torch.zeros(d), "keys": [], "values": []} for _ in model.layers]
+                       "b": torch.zeros(d), "keys": [], "values": [], "previous": torch.zeros(d)}
+                      for _ in model.layers]
 
     def _embed(self, token: int) -> torch.Tensor:
         c, t = self.model.config, self.position
@@ -442,12 +499,21 @@ class AftStream:
         s["a"], s["b"], s["m"] = s["a"] * old + new * v, s["b"] * old + new, m
 
     def _mix(self, mixer: AftMixer, s: dict, h: torch.Tensor) -> torch.Tensor:
-        q, k, v = mixer.query(h), mixer.key(h), mixer.value(h)
+        inputs = (h, h, h)
+        if mixer.token_shift:
+            inputs, s["previous"] = mixer.shift_mix(h, s["previous"]), h
+        q, k, v = mixer.query(inputs[0]), mixer.key(inputs[1]), mixer.value(inputs[2])
         if mixer.kind == "conv":   # one key per head, shared by the head's channels
             k = k.repeat_interleave(v.shape[0] // mixer.n_heads)
         if mixer.kind == "simple":
             self._absorb(s, k, v)
             return mixer.output(torch.sigmoid(q) * s["a"] / s["b"])
+        if mixer.kind == "decay":
+            out = dict(s)   # the earlier positions and this one, with the bonus
+            self._absorb(out, mixer.bonus + k, v)
+            s["m"] = s["m"] - torch.exp(mixer.decay)   # every earlier position one step older
+            self._absorb(s, k, v)
+            return mixer.output(torch.sigmoid(q) * out["a"] / out["b"])
         s["keys"].append(k)
         s["values"].append(v)
         if mixer.kind != "full" and len(s["keys"]) > mixer.window:   # position t - window leaves

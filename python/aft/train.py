@@ -115,6 +115,8 @@ def build_config(args, vocab_size: int) -> dict:
                      pos_encoding=args.pos_encoding, activation=args.activation)
     if args.window is not None:
         overrides["window"] = args.window
+    if args.token_shift:
+        overrides["token_shift"] = True
     return default_config(**overrides)
 
 
@@ -127,8 +129,10 @@ def main(argv=None) -> int:
     parser.add_argument("--export", type=Path, help="also write the final model file here")
     model_args = parser.add_argument_group("model (ignored with --config)")
     model_args.add_argument("--config", type=Path, help="config JSON (vocab_size is set from the data)")
-    model_args.add_argument("--mixer", default="local", choices=("simple", "local", "conv", "full"))
+    model_args.add_argument("--mixer", default="local", choices=modelfile.MIXERS)
     model_args.add_argument("--window", type=int, help="local/conv window (default 32)")
+    model_args.add_argument("--token-shift", action="store_true",
+                            help="mixer decay: the token shift")
     model_args.add_argument("--d-model", type=int, default=128)
     model_args.add_argument("--n-layers", type=int, default=4)
     model_args.add_argument("--d-ff", type=int, default=256)
@@ -192,7 +196,9 @@ def main(argv=None) -> int:
 
     if args.resume:
         checkpoint = torch.load(args.out_dir / "checkpoint.pt", map_location="cpu")
-        if checkpoint["config"] != config or checkpoint["tokenizer"] != tokenizer:
+        # validate_config: a checkpoint of before token_shift has none (false).
+        if (modelfile.validate_config(checkpoint["config"], strict_keys=True) != config
+                or checkpoint["tokenizer"] != tokenizer):
             raise SystemExit(f"aft_train: {args.out_dir / 'checkpoint.pt'} has another config or "
                              "vocabulary than these arguments and data")
         model.load_state_dict(checkpoint["model"])

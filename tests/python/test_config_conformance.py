@@ -21,7 +21,10 @@ from aft.modelfile import FormatError
 # config_conformance lists the tensors only up to this many layers (tests/config_conformance.cpp).
 MAX_LISTED_LAYERS = 16
 
-BASES = {  # one valid config per mixer and full bias, every key present
+# One valid config per mixer, full bias and token shift (with COMMON, every key present). grid()
+# tries each without each key (token_shift absent is false) and with each odd value (token_shift
+# true: refused but for decay).
+BASES = {
     "simple": {"mixer": "simple", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
     "local": {"mixer": "local", "window": 3, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
     "conv": {"mixer": "conv", "window": 4, "n_heads": 2, "full_bias": "table", "bias_rank": 0},
@@ -29,10 +32,13 @@ BASES = {  # one valid config per mixer and full bias, every key present
                    "bias_rank": 0},
     "full-factorized": {"mixer": "full", "window": 0, "n_heads": 1, "full_bias": "factorized",
                         "bias_rank": 2},
+    "decay": {"mixer": "decay", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
+    "decay-shift": {"mixer": "decay", "window": 0, "n_heads": 1, "full_bias": "table",
+                    "bias_rank": 0, "token_shift": True},
 }
 COMMON = {"vocab_size": 7, "d_model": 4, "n_layers": 2, "d_ff": 6, "activation": "relu",
           "max_seq_len": 5, "pos_encoding": "none", "embed_scale": 2.0, "tied_embeddings": False,
-          "head_bias": True, "norm_eps": 1e-5}
+          "head_bias": True, "norm_eps": 1e-5, "token_shift": False}
 
 FLOAT32_MAX = 3.4028234663852886e38
 # Values every key is tried with: integers around 0 and the limits, floats at float32's edges
@@ -76,6 +82,12 @@ def grid():
                "tied_embeddings": tied, "head_bias": head_bias, "n_layers": 1}
     for layers, d in ((2**24, 1), (2**24, 2), (2**20, 2**9), (2**20, 2**10)):
         yield {**COMMON, **BASES["simple"], "n_layers": layers, "d_model": d, "d_ff": 1,
+               "vocab_size": 1}
+    # At d 512 the decay mixer reaches 2^40 past 1,041,960 layers, with token shift (3 d more a
+    # layer) past 1,040,446.
+    for base, layers in itertools.product(("decay", "decay-shift"),
+                                          (1040446, 1040447, 1041960, 1041961)):
+        yield {**COMMON, **BASES[base], "n_layers": layers, "d_model": 2**9, "d_ff": 1,
                "vocab_size": 1}
     for d, heads in ((12, 5), (12, 12), (12, 24), (2**24, 2**24), (2**24, 2**23)):
         yield {**COMMON, **BASES["conv"], "d_model": d, "n_heads": heads, "vocab_size": 1,

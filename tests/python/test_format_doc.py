@@ -18,11 +18,14 @@ FORMAT_DOC = Path(__file__).resolve().parents[2] / "docs" / "format.md"
 SIZES = {"vocab_size": 7, "d_model": 6, "d_ff": 5, "max_seq_len": 9}
 SYMBOLS = {7: "vocab_size", 6: "d", 5: "d_ff", 9: "max_seq_len", 2: "n_heads", 3: "window",
            4: "bias_rank"}
-MIXERS = ({"mixer": "simple", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
-          {"mixer": "local", "window": 3, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
-          {"mixer": "conv", "window": 3, "n_heads": 2, "full_bias": "table", "bias_rank": 0},
-          {"mixer": "full", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
-          {"mixer": "full", "window": 0, "n_heads": 1, "full_bias": "factorized", "bias_rank": 4})
+NEUTRAL = {"window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0, "token_shift": False}
+MIXERS = ({**NEUTRAL, "mixer": "simple"},
+          {**NEUTRAL, "mixer": "local", "window": 3},
+          {**NEUTRAL, "mixer": "conv", "window": 3, "n_heads": 2},
+          {**NEUTRAL, "mixer": "full"},
+          {**NEUTRAL, "mixer": "full", "full_bias": "factorized", "bias_rank": 4},
+          {**NEUTRAL, "mixer": "decay"},
+          {**NEUTRAL, "mixer": "decay", "token_shift": True})
 
 
 def section_rows(heading: str):

@@ -21,7 +21,8 @@ import torch
 
 from aft import export, modelfile
 from aft.modelfile import FormatError
-from aft.reference import AftLM, AftStream, causal_weighted_average, sinusoidal_encoding
+from aft.reference import (AftLM, AftStream, causal_weighted_average, default_config,
+                           max_positions, sinusoidal_encoding)
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 # make_fixtures is a script, not a module of the package: it is imported from its directory.
@@ -287,6 +288,35 @@ class FileRoundTrip(unittest.TestCase):
             export.write_model(out, config, nan, tokenizer)
         self.assertFalse(out.exists())
 
+    def test_token_shift_absent_from_the_header_is_false(self):
+        """Files written before the key existed have none."""
+        def drop_token_shift(header):
+            del header["config"]["token_shift"]
+
+        path, config, *_ = self.export("decay")
+        contents = modelfile.decode_file(self.rewrite_header(path, drop_token_shift))
+        self.assertEqual(contents.config, config)
+        self.assertIs(contents.config["token_shift"], False)
+        path, *_ = self.export("decay_shift")
+        with self.assertRaisesRegex(FormatError, r"unexpected tensor.*layers\.0\.mixer\.shift\."):
+            modelfile.decode_file(self.rewrite_header(path, drop_token_shift))
+
+    def test_cli_decay(self):
+        out = self.dir / "decay.aft"
+        for flag in (["--token-shift"], ["--set", "token_shift=true"]):
+            with self.subTest(flag=flag), contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(export.main(["--random", "--preset", "tiny", "--mixer", "decay",
+                                              *flag, "--out", str(out)]), 0)
+                self.assertIn("AFT-decay (token shift), 6 layers x 128", err.getvalue())
+                contents = modelfile.read_file(out)
+                self.assertEqual((contents.config["mixer"], contents.config["token_shift"]),
+                                 ("decay", True))
+                self.assertIn("layers.5.mixer.shift.value", contents.tensors)
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(export.main(["--random", "--preset", "tiny", "--mixer", "conv",
+                                          "--token-shift", "--out", str(out)]), 1)
+        self.assertIn('config.token_shift: expected false unless mixer is "decay"', err.getvalue())
+
     def test_cli_checkpoint_and_random(self):
         config, tokenizer = make_fixtures.fixture_config("full_factorized")
         model = export.random_model(config, 4)
@@ -428,6 +458,121 @@ class StreamingMatchesParallel(unittest.TestCase):
         for name in ("simple_sinusoidal_gelu", "conv_sinusoidal_gelu"):
             with self.subTest(variant=name):
                 self.check(name, 100, 7)
+
+    def test_decay_over_long_sequences(self):   # biases down to -(T - 2) exp(3), in float32
+        for name in ("decay", "decay_shift"):
+            with self.subTest(variant=name):
+                self.check(name, 300, 8)
+
+
+class DecayMixer(unittest.TestCase):
+    """The decay mixer (and its token shift) beyond the fixtures."""
+
+    def test_three_forms_agree_with_extreme_keys_over_long_sequences(self):
+        """The parallel form, the float64 loop and the stream, with keys and bonuses of +-80 and
+        decays from exp(-6) (nearly none over the sequence) to exp(4) (a token's memory)."""
+        for name in ("decay", "decay_shift"):
+            with self.subTest(variant=name):
+                config = all_variant_configs()[name]
+                model = export.random_model(config, 12)
+                generator = torch.Generator().manual_seed(6)
+
+                def uniform(tensor, low, high):
+                    tensor.copy_(low + (high - low) * torch.rand(tensor.shape, generator=generator))
+
+                with torch.no_grad():
+                    for layer in model.layers:
+                        mixer = layer.mixer
+                        mixer.key.weight.mul_(40.0)   # keys spread over about +-80
+                        uniform(mixer.key.bias, -80, 80)
+                        uniform(mixer.bonus, -80, 80)
+                        uniform(mixer.decay, -6, 4)
+                tokens = random_tokens(config["vocab_size"], 200, 4)
+                with torch.inference_mode():
+                    logits = model(tokens)
+                    stream = AftStream(model)
+                    streamed = torch.stack([stream.step(int(t)) for t in tokens])
+                self.assertTrue(torch.isfinite(logits).all() and torch.isfinite(streamed).all())
+                reference = model.forward_naive(tokens.tolist()).numpy()
+                for got in (logits, streamed):
+                    np.testing.assert_allclose(got.double().numpy(), reference, atol=1e-4, rtol=0)
+
+    def test_training_step_reaches_every_parameter(self):
+        config = all_variant_configs()["decay_shift"]
+        model = AftLM(config, dropout=0.1).train()
+        tokens = torch.stack([random_tokens(config["vocab_size"], 33, seed) for seed in range(2)])
+        logits = model(tokens[:, :-1])
+        torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten()).backward()
+        for name, param in model.named_parameters():
+            self.assertTrue(torch.isfinite(param.grad).all(), name)
+            if ".mixer." in name:
+                self.assertGreater(float(param.grad.abs().sum()), 0, name)
+
+    def test_initial_values(self):
+        """RWKV-4's: per layer, log lambda from -5 to 3 over the channels, deeper layers' slower;
+        the bonus log(0.3) +- 0.5; the mixes in [0, 1.3]."""
+        model = AftLM(default_config(mixer="decay", token_shift=True, d_model=16, n_layers=3))
+        decays = [layer.mixer.decay.detach() for layer in model.layers]
+        for decay in decays:
+            self.assertAlmostEqual(float(decay[0]), -5.0, places=5)
+            self.assertAlmostEqual(float(decay[-1]), 3.0, places=5)
+            self.assertTrue(bool((decay[1:] > decay[:-1]).all()))
+        self.assertTrue(decays[0][8] > decays[1][8] > decays[2][8])
+        bonus = model.layers[0].mixer.bonus.detach()
+        np.testing.assert_allclose(bonus[:3].numpy(), math.log(0.3) + np.array([0.0, 0.5, -0.5]),
+                                   rtol=1e-6)
+        for layer in model.layers:
+            for mu in layer.mixer.shift.values():
+                self.assertTrue(bool((mu >= 0).all() and (mu <= 1.3).all()))
+
+
+class DecayConfig(unittest.TestCase):
+    """The schema of the decay mixer and token_shift (docs/format.md)."""
+
+    def config(self, **overrides) -> dict:
+        return {**all_variant_configs()["decay"], **overrides}
+
+    def test_token_shift_only_with_decay(self):
+        for name in ("simple", "local", "conv", "full_table", "full_factorized"):
+            with self.subTest(variant=name):
+                config = dict(all_variant_configs()[name], token_shift=True)
+                with self.assertRaisesRegex(FormatError, r'^config\.token_shift: expected false '
+                                                         r'unless mixer is "decay", found True$'):
+                    modelfile.validate_config(config)
+        self.assertIs(modelfile.validate_config(self.config(token_shift=True))["token_shift"], True)
+        for value in (1, 0, "true", None):
+            with self.subTest(value=value), \
+                    self.assertRaisesRegex(FormatError, r"^config\.token_shift: expected true or false"):
+                modelfile.validate_config(self.config(token_shift=value))
+
+    def test_token_shift_may_be_absent(self):
+        for strict_keys in (False, True):
+            config = {k: v for k, v in self.config(token_shift=True).items() if k != "token_shift"}
+            validated = modelfile.validate_config(config, strict_keys=strict_keys)
+            self.assertEqual(list(validated), list(modelfile.CONFIG_KEYS))
+            self.assertIs(validated["token_shift"], False)
+
+    def test_neutral_keys_and_no_length_limit(self):
+        for key, value in (("window", 2), ("n_heads", 2), ("bias_rank", 1)):
+            with self.subTest(key=key), self.assertRaisesRegex(FormatError, f"^config\\.{key}: "):
+                modelfile.validate_config(self.config(**{key: value}))
+        self.assertEqual(max_positions(self.config()), 0)
+        self.assertEqual(max_positions(self.config(pos_encoding="learned")), 64)
+
+    def test_tensors(self):
+        """After the output projection: decay and bonus, then the token shift's mixes."""
+        for token_shift, extra in ((False, []),
+                                   (True, ["shift.query", "shift.key", "shift.value"])):
+            config = modelfile.validate_config(self.config(token_shift=token_shift))
+            names = [name for name, _ in modelfile.expected_tensors(config)]
+            first = names.index("layers.0.mixer.output.bias") + 1
+            mixer = ["layers.0.mixer." + name for name in ["decay", "bonus", *extra]]
+            self.assertEqual(names[first:first + len(mixer)], mixer)
+            self.assertEqual(names[first + len(mixer)], "layers.0.norm2.weight")
+            self.assertEqual({shape for name, shape in modelfile.expected_tensors(config)
+                              if name in mixer}, {(32,)})
+            self.assertFalse(any(modelfile.is_linear_weight(name) for name in mixer))
+            self.assertEqual(set(AftLM(config).state_dict()), set(names))
 
 
 if __name__ == "__main__":

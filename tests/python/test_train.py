@@ -13,6 +13,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import torch
 
 from aft import modelfile, train
@@ -79,6 +80,18 @@ class TrainerTest(unittest.TestCase):
         self.assertEqual(partial["resume"]["step"], 3)
         self.assertEqual(self.train("resumed", "--resume"), 0)
         self.assert_same_weights(self.weights("whole"), self.weights("resumed"))
+
+    def test_decay_with_token_shift(self):
+        out = self.dir / "decay.aft"
+        self.assertEqual(self.train("decay", "--mixer", "decay", "--window", "0", "--token-shift",
+                                    "--export", str(out)), 0)
+        exported = modelfile.read_file(out)
+        self.assertEqual(exported.config["mixer"], "decay")
+        self.assertIs(exported.config["token_shift"], True)
+        initial = train.AftLM(exported.config).state_dict()   # the decay's values are not random
+        for name in ("decay", "bonus", "shift.query", "shift.key", "shift.value"):
+            name = f"layers.0.mixer.{name}"
+            self.assertFalse(np.array_equal(initial[name].numpy(), exported.tensors[name]), name)
 
     def test_resume_refuses_other_arguments(self):
         self.assertEqual(self.train("run"), 0)
