@@ -17,9 +17,10 @@ and with token shift its query, key and value read mu x_t + (1 - mu) x_{t-1}.
 
 Two forward passes:
 * `AftLM.forward`: the parallel form used for training and for the test fixtures (float32),
-  a matrix product with max shifts, O(T^2 + T d) memory per layer, no [T, T, d] tensor (but
-  for the decay mixer, whose bias is per channel: O(d T^2)); numerically safe for keys up to
-  about +-150, whatever the biases (see `causal_weighted_average`).
+  a matrix product with max shifts, O(T^2 + T d) memory per layer, no [T, T, d] tensor;
+  numerically safe for keys up to about +-150, whatever the biases (see
+  `causal_weighted_average`). The decay mixer's bias is per channel: it runs in chunks,
+  O(T C d) (`decay_weighted_average`).
 * `forward_naive`: a slow, literal float64 loop over positions, written from the definition,
   for tests only.
 `AftStream` (end of the file) decodes token by token with the engine's running state; the
@@ -129,6 +130,63 @@ def causal_weighted_average(w: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
     return (num / den).to(out_dtype)
 
 
+DECAY_CHUNK = 32
+
+
+def decay_weighted_average(k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor,
+                           bonus: torch.Tensor, chunk: int = DECAY_CHUNK) -> torch.Tensor:
+    """The decay mixer's average (docs/aft-math.md, "The decay mixer"), per channel c:
+
+        Y_t = [sum_{i<t} exp(k_i - (t-1-i) lam) v_i + exp(u + k_t) v_t]
+            / [sum_{i<t} exp(k_i - (t-1-i) lam)     + exp(u + k_t)],   lam = exp(decay), u = bonus
+
+    k, v: [B, T, d]; decay, bonus: [d]. Returns [B, T, d]. Chunks of `chunk` positions: inside a
+    chunk a [B, C, C, d] table of logits, between chunks the running sums (m, a, b) of the
+    positions before, carried decayed by the chunk's length: O(T C d) time and memory rather than
+    the O(T^2 d) of a per-channel bias table. Every exp has an argument <= 0 (max shifts, detached:
+    they cancel), so nothing overflows whatever the keys and decays.
+    """
+    B, T, d = k.shape
+    lam = torch.exp(decay)
+    C = min(chunk, T)
+    i = torch.arange(C, device=k.device)
+    distance = (i[:, None] - i[None, :]).to(k.dtype)                  # [C, C]: query i, key j
+    # w[i, j] = -(i - 1 - j) lam for j < i, u for j = i, nothing for j > i: [C, C, d]
+    w = torch.where((distance == 0)[..., None], bonus, -(distance - 1)[..., None] * lam)
+    w = w.masked_fill((distance < 0)[..., None], float("-inf"))
+    # To the chunk's end: key j's logit k_j - (C - 1 - j) lam.
+    to_end = -(C - 1 - i).to(k.dtype)[:, None] * lam                 # [C, d]
+    m = a = b = None                                                  # sums before the chunk
+    out = []
+    for t0 in range(0, T, C):
+        kc, vc = k[:, t0:t0 + C], v[:, t0:t0 + C]
+        n = kc.shape[1]
+        logits = kc[:, None, :, :] + w[None, :n, :n]                  # [B, i, j, d]
+        top = logits.detach().amax(dim=2)                             # [B, i, d]
+        if m is not None:
+            carried = m[:, None] - i[:n, None].to(k.dtype) * lam      # [B, i, d]
+            top = torch.maximum(top, carried.detach())
+        e = torch.exp(logits - top[:, :, None])
+        num = (e * vc[:, None]).sum(dim=2)
+        den = e.sum(dim=2)
+        if m is not None:
+            scale = torch.exp(carried - top)
+            num, den = num + scale * a[:, None], den + scale * b[:, None]
+        out.append(num / den)
+        # The sums over every position so far, as of the chunk's last one.
+        ends = kc + to_end[C - n:]                                    # [B, j, d]
+        new_m = ends.detach().amax(dim=1)
+        if m is not None:
+            new_m = torch.maximum(new_m, (m - n * lam).detach())
+        f = torch.exp(ends - new_m[:, None])
+        new_a, new_b = (f * vc).sum(dim=1), f.sum(dim=1)
+        if m is not None:
+            old = torch.exp(m - n * lam - new_m)
+            new_a, new_b = new_a + old * a, new_b + old * b
+        m, a, b = new_m, new_a, new_b
+    return torch.cat(out, dim=1)
+
+
 # ----------------------------------------------------------------------------------------------
 # Modules (attribute names = tensor names of docs/format.md)
 # ----------------------------------------------------------------------------------------------
@@ -143,8 +201,6 @@ class AftMixer(nn.Module):
         self.kind = config["mixer"]
         self.window = config["window"]
         self.n_heads = config["n_heads"]
-        # Heads of the position bias: conv's, one per channel for decay, else one.
-        self.bias_heads = d if self.kind == "decay" else self.n_heads
         self.full_bias = config["full_bias"]
         self.pos_bias_table = modelfile.pos_bias_table(config)
         self.token_shift = config["token_shift"]
@@ -169,8 +225,8 @@ class AftMixer(nn.Module):
                                                zip(modelfile.SHIFTED_PROJECTIONS, shift)})
 
     def position_bias(self, T: int) -> torch.Tensor:
-        """w for positions 0..T-1 as [H, T, T] (H = bias_heads: n_heads for conv, d for decay,
-        else 1), w[h, t, t'].
+        """w for positions 0..T-1 as [H, T, T] (H = n_heads for conv, else 1), w[h, t, t'], for
+        the mixers of a pair-wise bias (not decay: decay_weighted_average).
 
         Entries with t' > t are not meaningful (the operator masks them).
         """
@@ -186,9 +242,6 @@ class AftMixer(nn.Module):
         if self.kind == "conv":
             relative = self.pos_bias[:, distance.clamp(0, self.window - 1)]   # [H, T, T]
             return torch.where(in_window[None], relative, torch.zeros_like(relative))
-        if self.kind == "decay":   # -(t - 1 - t') lambda before the token, the bonus on it
-            decayed = -(distance - 1).clamp(min=0) * torch.exp(self.decay)[:, None, None]
-            return torch.where(distance == 0, self.bonus[:, None, None], decayed)
         if self.full_bias == "table":
             return self.pos_bias[:T, :T][None]
         return (self.pos_u[:T] @ self.pos_v[:T].t())[None]
@@ -200,14 +253,18 @@ class AftMixer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        H = self.bias_heads
+        H = self.n_heads
         inputs = (x, x, x)
         if self.token_shift:   # x_{t-1}, zero before the first token
             inputs = self.shift_mix(x, torch.cat([torch.zeros_like(x[:, :1]), x[:, :-1]], dim=1))
         q = self.query(inputs[0])
         k = self.key(inputs[1]).view(B, T, H, -1)   # conv: one key per head; else one per channel
         v = self.value(inputs[2]).view(B, T, H, d // H)
-        y = causal_weighted_average(self.position_bias(T), k, v)
+        if self.kind == "decay":
+            y = decay_weighted_average(k.reshape(B, T, d), v.reshape(B, T, d), self.decay,
+                                       self.bonus)
+        else:
+            y = causal_weighted_average(self.position_bias(T), k, v)
         return self.output(torch.sigmoid(q) * y.reshape(B, T, d))
 
 

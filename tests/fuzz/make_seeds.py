@@ -26,7 +26,7 @@ def config(**overrides) -> dict:
     base = {"vocab_size": 5, "d_model": 4, "n_layers": 1, "d_ff": 8, "activation": "relu",
             "mixer": "simple", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0,
             "max_seq_len": 4, "pos_encoding": "none", "embed_scale": 1.0,
-            "tied_embeddings": True, "head_bias": False, "norm_eps": 1e-5}
+            "tied_embeddings": True, "head_bias": False, "norm_eps": 1e-5, "token_shift": False}
     return {**base, **overrides}
 
 
@@ -40,6 +40,9 @@ MODELS = {
     "full_table": (config(mixer="full", max_seq_len=3), CHARS, "f32"),
     "full_factorized_q8_0": (config(mixer="full", full_bias="factorized", bias_rank=1, d_model=32,
                                     d_ff=32), CHARS, "q8_0"),
+    "decay_shift": (config(mixer="decay", token_shift=True, vocab_size=256), {"type": "byte"},
+                    "f32"),
+    "decay_q8_0": (config(mixer="decay", d_model=32, d_ff=32), CHARS, "q8_0"),
 }
 
 
@@ -76,7 +79,7 @@ def main() -> None:
     for name, text in texts.items():
         write("tokenizer", name, text)
 
-    for fixture in ("simple", "local", "conv", "full_table"):
+    for fixture in ("simple", "local", "conv", "full_table", "decay_shift"):
         with aft.Model(REPO / f"tests/fixtures/{fixture}.aft") as model, \
                 aft.Session(model, n_threads=1) as session:
             write("state", f"{fixture}_0", session.state())
