@@ -19,6 +19,7 @@
 #include "models/aft/position_bias.h"
 #include "models/aft/session_state.h"
 #include "models/aft/state_rollback.h"
+#include "scan_partials.h"
 
 namespace aft {
 namespace {
@@ -67,11 +68,6 @@ struct SegmentRing {
   alignas(64) double m[ChannelBlockedRows::kBlock], a[ChannelBlockedRows::kBlock],
       b[ChannelBlockedRows::kBlock];
   alignas(64) float frame[ChannelBlockedRows::kBlock];
-};
-
-// The scan's partial sums of every (segment, channel block) unit (run_segments).
-struct SegmentPartials {
-  AlignedDoubles sums;
 };
 
 // The window's entries t' = first..t of one channel block, oldest first, with their weights.
@@ -244,12 +240,8 @@ class AftMixerOp final : public Op {
     const std::size_t blocks = Blocks::blocks_of(d);
     const std::size_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
     const std::size_t units = segments * blocks;  // unit u: segment u / blocks, block u % blocks
-    constexpr std::size_t kStride = 3 * Blocks::kBlock;
-    // Per unit: its segment's partial (m, a, b); the last segment's holds the final state. The
-    // calling thread's scratch, shared by the threads below (through the pointer).
-    AlignedDoubles& partials_buffer = ctx.scratch.local<SegmentPartials>().sums;
-    partials_buffer.resize(units * kStride);
-    double* const partials = partials_buffer.data();
+    // Per unit: its segment's partial (m, a, b); the last segment's holds the final state.
+    const ScanPartials partials(ctx.scratch.local<ScanPartialSums>(), units);
     const int64_t first_position = ctx.position_of(0);
     const auto segment_rows = [&](std::size_t segment) {
       const std::size_t r0 = segment * kSegmentRows;
@@ -280,19 +272,14 @@ class AftMixerOp final : public Op {
         if (segment + 1 == segments) continue;  // nothing comes after it
         const std::size_t block = u % blocks;
         const std::size_t n = Blocks::block_width(d, block);
-        double* m = partials + u * kStride;
-        double* a = m + Blocks::kBlock;
-        double* b = a + Blocks::kBlock;
-        std::fill(m, m + n, -std::numeric_limits<double>::infinity());
-        std::fill(a, a + n, 0.0);
-        std::fill(b, b + n, 0.0);
+        partials.clear(u, n);
         const auto [r0, r1] = segment_rows(segment);
         for (std::size_t r = r0; r < r1; ++r) {
           const int64_t leaving = first_position + static_cast<int64_t>(r) - window_;
           if (leaving < 0) continue;
           const float *key, *value;
           position_rows(leaving, block, key_buffer, &key, &value);
-          k.aft_accumulate_f32(n, m, a, b, key, value, 0.0f);
+          k.aft_accumulate_f32(n, partials.m(u), partials.a(u), partials.b(u), key, value, 0.0f);
         }
       }
     });
@@ -318,9 +305,10 @@ class AftMixerOp final : public Op {
         std::copy(state.m.data() + c0, state.m.data() + c0 + n, ring.m);
         std::copy(state.a.data() + c0, state.a.data() + c0 + n, ring.a);
         std::copy(state.b.data() + c0, state.b.data() + c0 + n, ring.b);
-        for (std::size_t before = 0; before < segment; ++before) {
-          const double* p = partials + (before * blocks + block) * kStride;
-          merge_states(n, p, p + Blocks::kBlock, p + 2 * Blocks::kBlock, ring.m, ring.a, ring.b);
+        // The same block's units of the segments before, in order.
+        for (std::size_t earlier = block; earlier < u; earlier += blocks) {
+          merge_states(n, partials.m(earlier), partials.a(earlier), partials.b(earlier), ring.m,
+                       ring.a, ring.b);
         }
         const auto [r0, r1] = segment_rows(segment);
         // The ring before the segment's first token: its window and the position leaving at it.
@@ -335,21 +323,14 @@ class AftMixerOp final : public Op {
         BlockState view{ring.m,       ring.a,       ring.b, ring.frame,    &ring.keys,
                         &ring.values, &ring.scaled, 0,      state.capacity};
         run_block(ctx, inputs, out, view, shared, true, block, r0, r1);
-        if (segment + 1 == segments) {
-          double* last = partials + u * kStride;
-          std::copy(ring.m, ring.m + n, last);
-          std::copy(ring.a, ring.a + n, last + Blocks::kBlock);
-          std::copy(ring.b, ring.b + n, last + 2 * Blocks::kBlock);
-        }
+        if (segment + 1 == segments) partials.store(u, n, ring.m, ring.a, ring.b);
       }
     });
     for (std::size_t block = 0; block < blocks; ++block) {
       const std::size_t c0 = block * Blocks::kBlock;
       const std::size_t n = Blocks::block_width(d, block);
-      const double* last = partials + ((segments - 1) * blocks + block) * kStride;
-      std::copy(last, last + n, state.m.data() + c0);
-      std::copy(last + Blocks::kBlock, last + Blocks::kBlock + n, state.a.data() + c0);
-      std::copy(last + 2 * Blocks::kBlock, last + 2 * Blocks::kBlock + n, state.b.data() + c0);
+      partials.load((segments - 1) * blocks + block, n, state.m.data() + c0, state.a.data() + c0,
+                    state.b.data() + c0);
       if (window_ == 0) continue;
       // The chunk's last positions into the session's ring; its frame is rebuilt on the next call.
       const int64_t end = first_position + static_cast<int64_t>(out.rows);

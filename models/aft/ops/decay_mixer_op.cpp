@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "aft_state_merge.h"
@@ -18,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "models/aft/channel_blocked_rows.h"
 #include "models/aft/session_state.h"
+#include "scan_partials.h"
 
 namespace aft {
 namespace {
@@ -35,11 +35,6 @@ constexpr std::size_t kSegmentedBelowWidth =
     kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
 // Per channel and token: two accumulator steps (about 10 units of work each).
 constexpr std::size_t kStepCost = 20;
-
-// The partial sums of every (segment, channel block) unit of a scan.
-struct DecayPartials {
-  AlignedDoubles sums;
-};
 
 class DecayMixerOp final : public Op {
  public:
@@ -153,34 +148,27 @@ class DecayMixerOp final : public Op {
     const std::size_t blocks = Blocks::blocks_of(out.width);
     const std::size_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
     const std::size_t units = segments * blocks;  // unit u: segment u / blocks, block u % blocks
-    constexpr std::size_t kStride = 3 * Blocks::kBlock;
-    AlignedDoubles& partials_buffer = ctx.scratch.local<DecayPartials>().sums;
-    partials_buffer.resize(units * kStride);
-    double* const partials = partials_buffer.data();
+    const ScanPartials partials(ctx.scratch.local<ScanPartialSums>(), units);
     const auto segment_end = [&](std::size_t segment) {
       return std::min(out.rows, (segment + 1) * kSegmentRows);
     };
 
-    parallel_ranges(
-        units, 1, ctx.n_threads, Blocks::kBlock * kSegmentRows * kStepCost / 2,
-        [&](std::size_t u0, std::size_t u1) {
-          for (std::size_t u = u0; u < u1; ++u) {
-            const std::size_t segment = u / blocks;
-            if (segment + 1 == segments) continue;  // nothing comes after it
-            const std::size_t block = u % blocks;
-            const std::size_t c0 = block * Blocks::kBlock;
-            const std::size_t n = Blocks::block_width(out.width, block);
-            double* m = partials + u * kStride;
-            double* a = m + Blocks::kBlock;
-            double* b = a + Blocks::kBlock;
-            std::fill(m, m + n, -std::numeric_limits<double>::infinity());
-            std::fill(a, a + n, 0.0);
-            std::fill(b, b + n, 0.0);
-            for (std::size_t r = segment * kSegmentRows; r < segment_end(segment); ++r) {
-              decay_and_add(k, n, c0, m, a, b, inputs[1].row(r) + c0, inputs[2].row(r) + c0);
-            }
-          }
-        });
+    parallel_ranges(units, 1, ctx.n_threads, Blocks::kBlock * kSegmentRows * kStepCost / 2,
+                    [&](std::size_t u0, std::size_t u1) {
+                      for (std::size_t u = u0; u < u1; ++u) {
+                        const std::size_t segment = u / blocks;
+                        if (segment + 1 == segments) continue;  // nothing comes after it
+                        const std::size_t block = u % blocks;
+                        const std::size_t c0 = block * Blocks::kBlock;
+                        const std::size_t n = Blocks::block_width(out.width, block);
+                        partials.clear(u, n);
+                        for (std::size_t r = segment * kSegmentRows; r < segment_end(segment);
+                             ++r) {
+                          decay_and_add(k, n, c0, partials.m(u), partials.a(u), partials.b(u),
+                                        inputs[1].row(r) + c0, inputs[2].row(r) + c0);
+                        }
+                      }
+                    });
     parallel_ranges(units, 1, ctx.n_threads, Blocks::kBlock * kSegmentRows * kStepCost,
                     [&](std::size_t u0, std::size_t u1) {
                       alignas(64) double m[Blocks::kBlock], a[Blocks::kBlock], b[Blocks::kBlock],
@@ -198,27 +186,22 @@ class DecayMixerOp final : public Op {
                         std::copy(state.a.data() + c0, state.a.data() + c0 + n, a);
                         std::copy(state.b.data() + c0, state.b.data() + c0 + n, b);
                         for (std::size_t before = 0; before < segment; ++before) {
-                          const double* p = partials + (before * blocks + block) * kStride;
+                          const std::size_t unit = before * blocks + block;
                           const std::size_t later = r0 - segment_end(before);
-                          for (std::size_t c = 0; c < n; ++c) pm[c] = decayed(p[c], later, c0 + c);
-                          merge_states(n, pm, p + Blocks::kBlock, p + 2 * Blocks::kBlock, m, a, b);
+                          for (std::size_t c = 0; c < n; ++c) {
+                            pm[c] = decayed(partials.m(unit)[c], later, c0 + c);
+                          }
+                          merge_states(n, pm, partials.a(unit), partials.b(unit), m, a, b);
                         }
                         run_rows(k, inputs, out, m, a, b, block, r0, segment_end(segment));
-                        if (segment + 1 == segments) {
-                          double* last = partials + u * kStride;
-                          std::copy(m, m + n, last);
-                          std::copy(a, a + n, last + Blocks::kBlock);
-                          std::copy(b, b + n, last + 2 * Blocks::kBlock);
-                        }
+                        if (segment + 1 == segments) partials.store(u, n, m, a, b);
                       }
                     });
     for (std::size_t block = 0; block < blocks; ++block) {
       const std::size_t c0 = block * Blocks::kBlock;
       const std::size_t n = Blocks::block_width(out.width, block);
-      const double* last = partials + ((segments - 1) * blocks + block) * kStride;
-      std::copy(last, last + n, state.m.data() + c0);
-      std::copy(last + Blocks::kBlock, last + Blocks::kBlock + n, state.a.data() + c0);
-      std::copy(last + 2 * Blocks::kBlock, last + 2 * Blocks::kBlock + n, state.b.data() + c0);
+      partials.load((segments - 1) * blocks + block, n, state.m.data() + c0, state.a.data() + c0,
+                    state.b.data() + c0);
       remember_input(inputs, out.width, state, block, out.rows - 1);
     }
   }
