@@ -19,6 +19,7 @@ rwkv.cpp's converter squeezes the time_* vectors to [C] and stores time_decay as
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 from pathlib import Path
 
@@ -73,12 +74,15 @@ def _data_bytes(data_type: int, count: int, where: str) -> int:
     return count // Q8_0_BLOCK * Q8_0_BLOCK_BYTES
 
 
-def _decode(data: bytes, data_type: int, shape: tuple) -> np.ndarray:
+def _decode(data, offset: int, data_type: int, shape: tuple) -> np.ndarray:
+    """A tensor's values (a copy, not a view of the mapped file)."""
+    count = math.prod(shape)
     if data_type == FP32:
-        return np.frombuffer(data, dtype="<f4").reshape(shape).copy()
+        return np.frombuffer(data, dtype="<f4", count=count, offset=offset).reshape(shape).copy()
     if data_type == FP16:
-        return np.frombuffer(data, dtype="<f2").astype(np.float32).reshape(shape)
-    blocks = np.frombuffer(data, dtype=np.dtype([("d", "<f2"), ("q", "i1", Q8_0_BLOCK)]))
+        return np.frombuffer(data, dtype="<f2", count=count, offset=offset).astype(np.float32).reshape(shape)
+    blocks = np.frombuffer(data, dtype=np.dtype([("d", "<f2"), ("q", "i1", Q8_0_BLOCK)]),
+                           count=count // Q8_0_BLOCK, offset=offset)
     values = blocks["d"].astype(np.float32)[:, None] * blocks["q"].astype(np.float32)  # exact
     return values.reshape(shape)
 
@@ -87,10 +91,17 @@ def read(path) -> tuple[dict, dict]:
     """(header, tensors): header {"version", "n_vocab", "n_embed", "n_layer", "data_type"}, tensors
     key -> float32 array in PyTorch's shape, in file order. Refuses (ImportRefused) a file that is
     not one, a version or data type it does not convert, a truncated tensor, a repeated key."""
-    data = Path(path).read_bytes()
     name = Path(path).name
-    if len(data) < HEADER.size:
-        raise ImportRefused(f"{name}: {len(data)} bytes, shorter than rwkv.cpp's {HEADER.size}-byte header")
+    with open(path, "rb") as file:
+        size = file.seek(0, 2)
+        if size < HEADER.size:
+            raise ImportRefused(f"{name}: {size} bytes, shorter than rwkv.cpp's {HEADER.size}-byte header")
+        # mapped, not read: a model of several GB is copied once, tensor by tensor, into float32
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _read(data, name)
+
+
+def _read(data, name: str) -> tuple[dict, dict]:
     magic, version, n_vocab, n_embed, n_layer, data_type = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise ImportRefused(f"{name}: magic 0x{magic & 0xFFFFFFFF:08x}, expected 0x{MAGIC:08x} (rwkv.cpp's)")
@@ -130,6 +141,6 @@ def read(path) -> tuple[dict, dict]:
                                 f"{len(data) - end} left")
         if key in tensors:
             raise ImportRefused(f"{where}: appears twice")
-        tensors[key] = _decode(data[end:end + nbytes], tensor_type, shape)
+        tensors[key] = _decode(data, end, tensor_type, shape)
         offset = end + nbytes
     return header, tensors
