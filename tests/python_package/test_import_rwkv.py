@@ -196,7 +196,7 @@ class EngineTest(Case):
 
 
 class FakeTokenizers(types.ModuleType):
-    """aft.tokenizers' two functions, over a file holding the vocabulary's size."""
+    """aft.tokenizers' functions, over a file holding the vocabulary's size."""
 
     def __init__(self):
         super().__init__("aft.tokenizers")
@@ -208,6 +208,10 @@ class FakeTokenizers(types.ModuleType):
     @staticmethod
     def tokenizer_size(tokenizer: dict) -> int:
         return tokenizer["size"]
+
+    @staticmethod
+    def pad_tokenizer(tokenizer: dict, size: int) -> dict:
+        return {**tokenizer, "size": size, "padded": True}
 
 
 class RefusalTest(Case):
@@ -311,11 +315,18 @@ class RefusalTest(Case):
 
     def test_tokenizer_of_another_size(self):
         tokenizer_path = self.dir / "tokenizer.txt"
-        tokenizer_path.write_text("50277")
         with mock.patch.dict(sys.modules, {"aft.tokenizers": FakeTokenizers()}):
+            tokenizer_path.write_text("50277")
             self.assertRefused(self.save(checkpoint()), "tokenizer tokenizer.txt: 50277 tokens, but the "
-                               f"checkpoint has {VOCAB}", tokenizer=tokenizer_path)
+                               f"checkpoint has {VOCAB} (emb.weight's rows)", tokenizer=tokenizer_path)
             self.assertEqual(rwkv4.tokenizer_for(tokenizer_path, 50277), {"type": "fake", "size": 50277})
+            tokenizer_path.write_text("250")
+            self.assertRefused(self.save(checkpoint()), f"250 tokens, but the checkpoint has {VOCAB}",
+                               f"--pad-tokenizer leaves ids 250 to {VOCAB - 1} unused", tokenizer=tokenizer_path)
+            self.assertEqual(rwkv4.tokenizer_for(tokenizer_path, VOCAB, pad=True),
+                             {"type": "fake", "size": VOCAB, "padded": True})
+            with self.assertRaises(ImportRefused):  # a larger tokenizer is never padded down
+                rwkv4.tokenizer_for(tokenizer_path, 200, pad=True)
 
 
 class CommandLineTest(Case):

@@ -23,17 +23,17 @@ Every tensor is converted to f32 exactly (fp32, fp16, bf16; rwkv.cpp's Q8_0 too)
 or q8_0 then stores the linear weights as aft_export does. time_* vectors may be [C] or [1, 1, C].
 
 The decay: RWKV-4 decays the earlier tokens by w = -exp(time_decay) a step (in log), the aft decay
-mixer by -exp(decay). rwkv.cpp's converter stores w in fp32, computed by torch's float32 exp, so
-that both inputs give the same bytes this importer computes w the same way from a state_dict
-(w = float32(-exp(float32 time_decay)), torch) and then, from either input,
-decay = float32(log(-w)) with the log in float64. A time_decay whose w is 0 or infinite in fp32 is
-refused (no finite decay gives it).
+mixer by -exp(decay). rwkv.cpp's converter stores w in fp32, computed by torch's float32 exp. So
+that both inputs give the same bytes, this importer computes w the same way from a state_dict
+(w = float32(-exp(float32 time_decay)), torch), and from either input decay = float32(log(-w)),
+the log in float64. A time_decay whose w is 0 or infinite in fp32 is refused (no finite decay
+gives it).
 
 Refused, each naming the reason: RWKV-5, 6 and 7 checkpoints (told by their keys), a missing or
 misshapen key (expected vs found shape), an unexpected key, a tensor that is not fp32, fp16 or bf16,
 rwkv.cpp's quantized types other than Q8_0 and a header that disagrees with the tensors, and a
-vocabulary the tokenizer does not match. Without --tokenizer the vocabulary must be 256 tokens
-(bytes).
+tokenizer whose size is not the embedding's rows (--pad-tokenizer accepts one with fewer tokens,
+the ids beyond it unused). Without --tokenizer the vocabulary must be 256 tokens (bytes).
 """
 
 from __future__ import annotations
@@ -222,8 +222,9 @@ def read_checkpoint(path) -> tuple[dict, dict, dict]:
     return config, tensors, {**metadata, "checkpoint": path.name}
 
 
-def tokenizer_for(path, vocab_size: int) -> dict:
-    """The tokenizer of a --tokenizer file (aft.tokenizers), or bytes for a 256-token vocabulary."""
+def tokenizer_for(path, vocab_size: int, pad: bool = False) -> dict:
+    """The tokenizer of a --tokenizer file (aft.tokenizers), or bytes for a 256-token vocabulary.
+    pad: a tokenizer with fewer tokens than the embedding's rows gets unused ids up to them."""
     if path is None:
         if vocab_size == 256:
             return {"type": "byte"}
@@ -235,16 +236,21 @@ def tokenizer_for(path, vocab_size: int) -> dict:
         raise ImportRefused("--tokenizer needs aft.tokenizers, which this package lacks") from None
     tokenizer = tokenizers.tokenizer_from_file(path)
     size = tokenizers.tokenizer_size(tokenizer)
+    if size < vocab_size and pad:
+        return tokenizers.pad_tokenizer(tokenizer, vocab_size)
     if size != vocab_size:
+        hint = (f"; --pad-tokenizer leaves ids {size} to {vocab_size - 1} unused (RWKV World models "
+                f"have more rows than tokens)" if size < vocab_size else "")
         raise ImportRefused(f"tokenizer {Path(path).name}: {size} tokens, but the checkpoint has "
-                            f"{vocab_size} (emb.weight's rows)")
+                            f"{vocab_size} (emb.weight's rows){hint}")
     return tokenizer
 
 
-def import_checkpoint(checkpoint, out, tokenizer_path=None, dtype: str = "f32") -> tuple[dict, dict, int]:
+def import_checkpoint(checkpoint, out, tokenizer_path=None, dtype: str = "f32",
+                      pad_tokenizer: bool = False) -> tuple[dict, dict, int]:
     """Converts and writes; returns (config, aft state_dict, file size)."""
     config, tensors, metadata = read_checkpoint(checkpoint)
-    tokenizer = tokenizer_for(tokenizer_path, config["vocab_size"])
+    tokenizer = tokenizer_for(tokenizer_path, config["vocab_size"], pad_tokenizer)
     size = export.write_model(out, config, tensors, tokenizer, metadata, dtype)
     return config, tensors, size
 
@@ -259,11 +265,15 @@ def main(argv=None) -> int:
     parser.add_argument("--tokenizer", type=Path,
                         help="the model's tokenizer (e.g. 20B_tokenizer.json); needed unless the "
                              "vocabulary is 256 bytes")
+    parser.add_argument("--pad-tokenizer", action="store_true",
+                        help="accept a tokenizer with fewer tokens than the embedding has rows, the "
+                             "ids beyond it unused (RWKV World models: 65,536 rows)")
     parser.add_argument("--dtype", choices=modelfile.DTYPES, default="f32",
                         help="how to store the linear layers' weights (default f32)")
     args = parser.parse_args(argv)
     try:
-        config, state_dict, size = import_checkpoint(args.checkpoint, args.out, args.tokenizer, args.dtype)
+        config, state_dict, size = import_checkpoint(args.checkpoint, args.out, args.tokenizer, args.dtype,
+                                                     args.pad_tokenizer)
     except (modelfile.FormatError, OSError, UnicodeDecodeError) as error:
         print(f"aft_import_rwkv: error: {error}", file=sys.stderr)
         return 1
