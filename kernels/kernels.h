@@ -76,9 +76,13 @@ struct KernelTable {
                                 const double* b, const float* r, const float* w, const float* sa,
                                 const float* sb, float* y);
 
-  // In place: x = max(x, 0); x = x * Phi(x) (exact erf GELU, as PyTorch's default).
+  // In place: x = max(x, 0); x = x * Phi(x) (exact erf GELU, as PyTorch's default);
+  // x = max(x, 0)^2 (RWKV-4's channel mixing). Bit-identical on every ISA, but GELU.
   void (*relu_f32)(std::size_t n, float* x);
   void (*gelu_f32)(std::size_t n, float* x);
+  void (*relu_squared_f32)(std::size_t n, float* x);
+  // y[c] += sigmoid(g[c]) * x[c], computed in float64 and rounded once.
+  void (*gated_add_f32)(std::size_t n, const float* g, const float* x, float* y);
 
   // y += x.
   void (*add_f32)(std::size_t n, const float* x, float* y);

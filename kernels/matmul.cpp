@@ -195,7 +195,10 @@ Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, 
   impl_->bias = const_cast<float*>(bias);
   try {
     dnnl::post_ops ops;
-    if (post == PostOp::Relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (post == PostOp::Relu || post == PostOp::ReluSquared)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (post == PostOp::ReluSquared)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_square, 0.0f, 0.0f);
     if (post == PostOp::Gelu) {
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     }

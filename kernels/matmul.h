@@ -22,7 +22,7 @@
 
 namespace aft::kernels {
 
-enum class PostOp { None, Relu, Gelu };
+enum class PostOp { None, Relu, Gelu, ReluSquared };
 
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;

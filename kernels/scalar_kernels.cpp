@@ -233,6 +233,17 @@ void gelu_f32(std::size_t n, float* x) {
   for (std::size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * kInvSqrt2);
 }
 
+void relu_squared_f32(std::size_t n, float* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] * x[i] : 0.0f;
+}
+
+void gated_add_f32(std::size_t n, const float* g, const float* x, float* y) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double sigmoid = 1.0 / (1.0 + std::exp(-double(g[i])));
+    y[i] = static_cast<float>(std::fma(sigmoid, double(x[i]), double(y[i])));
+  }
+}
+
 void add_f32(std::size_t n, const float* x, float* y) {
   for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -270,6 +281,8 @@ constexpr KernelTable kScalar{
     aft_window_output_f32,
     relu_f32,
     gelu_f32,
+    relu_squared_f32,
+    gated_add_f32,
     add_f32,
     quantize_q8_0,
     dequantize_q8_0_rows,

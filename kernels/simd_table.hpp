@@ -9,6 +9,7 @@
 #include "kernels/f32_aft_window_output.hpp"
 #include "kernels/f32_aft_window_sums.hpp"
 #include "kernels/f32_fma_probe.hpp"
+#include "kernels/f32_gated_add.hpp"
 #include "kernels/f32_gelu.hpp"
 #include "kernels/f32_gemv.hpp"
 #include "kernels/f32_layer_norm.hpp"
@@ -37,6 +38,8 @@ constexpr KernelTable make_table(const char* isa) {
       &aft_window_output_f32<A>,
       &relu_f32<A>,
       &gelu_f32<A>,
+      &relu_squared_f32<A>,
+      &gated_add_f32<A>,
       &add_f32<A>,
       &quantize_q8_0<A>,
       &dequantize_q8_0_rows<A>,

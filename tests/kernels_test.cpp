@@ -77,6 +77,8 @@ TEST(Dispatch, TablesAreComplete) {
     EXPECT_NE(t->aft_output_f32, nullptr);
     EXPECT_NE(t->relu_f32, nullptr);
     EXPECT_NE(t->gelu_f32, nullptr);
+    EXPECT_NE(t->relu_squared_f32, nullptr);
+    EXPECT_NE(t->gated_add_f32, nullptr);
     EXPECT_NE(t->add_f32, nullptr);
     EXPECT_NE(t->sum_f32, nullptr);
     EXPECT_NE(t->fma_probe_f32, nullptr);
@@ -283,6 +285,35 @@ TEST(Reference, GeluMatchesFloat64) {
     // to 0.6 x^2 at x = -11); plus the roundings of erfcf and the products.
     const double tol = (4.0 + v * v) * kUlp;
     expect_close(y[i], ref, std::fabs(ref), tol, "x=" + std::to_string(v), kFloatMin);
+  }
+}
+
+TEST(Reference, ReluSquaredIsExact) {
+  const KernelTable& k = scalar_kernels();
+  auto x = random_vector(100, -3.0f, 3.0f, 14);
+  x[0] = 0.0f, x[1] = -0.0f, x[2] = 1e-30f, x[3] = 1e30f;  // 1e-30: underflows to 0; 1e30: inf
+  auto y = x;
+  k.relu_squared_f32(y.size(), y.data());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] > 0 ? x[i] * x[i] : 0.0f);
+}
+
+TEST(Reference, GatedAddMatchesFloat64) {
+  const KernelTable& k = scalar_kernels();
+  std::vector<float> g = {0.0f, 1.0f, -1.0f, 20.0f, -20.0f, 87.0f, -87.0f, 1e4f, -1e4f, -1e30f};
+  const auto more = random_vector(200, -30.0f, 30.0f, 15);
+  g.insert(g.end(), more.begin(), more.end());
+  const std::size_t n = g.size();
+  const auto x = random_vector(n, -5.0f, 5.0f, 16);
+  const auto y0 = random_vector(n, -5.0f, 5.0f, 17);
+  auto y = y0;
+  y.resize(n + 16, kGuard);
+  k.gated_add_f32(n, g.data(), x.data(), y.data());
+  expect_guard_intact(y, n);
+  for (std::size_t c = 0; c < n; ++c) {
+    const double ref = y0[c] + x[c] / (1.0 + std::exp(-double(g[c])));
+    // One rounding to float of a float64 result: half an ulp of the larger of the terms.
+    expect_close(y[c], ref, std::max(std::fabs(ref), double(std::fabs(x[c]))), kUlp,
+                 "g=" + std::to_string(g[c]), kFloatMin);
   }
 }
 
@@ -654,6 +685,38 @@ TEST_P(IsaTest, ReluAndAddMatchReferenceExactly) {
     ref().add_f32(n, x.data(), want_sum.data());
     expect_guard_intact(sum, n);
     for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(sum[i], want_sum[i]) << "add n=" << n;
+  }
+}
+
+TEST_P(IsaTest, ReluSquaredMatchesReferenceExactly) {
+  for (std::size_t n : kSizes) {
+    auto x = random_vector(n, -2.0f, 2.0f, 92 + n);
+    if (n > 2) x[0] = 0.0f, x[1] = 1e30f, x[2] = -1e30f;
+    auto y = x, want = x;
+    y.resize(n + 16, kGuard);
+    k().relu_squared_f32(n, y.data());
+    ref().relu_squared_f32(n, want.data());
+    expect_guard_intact(y, n);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(y[i], want[i]) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST_P(IsaTest, GatedAddMatchesReference) {
+  for (std::size_t n : kSizes) {
+    auto g = random_vector(n, -40.0f, 40.0f, 93 + n);
+    if (n > 4) g[1] = 1e4f, g[2] = -1e4f, g[3] = -100.0f, g[4] = 0.0f;
+    const auto x = random_vector(n, -5.0f, 5.0f, 94 + n);
+    const auto y0 = random_vector(n, -5.0f, 5.0f, 95 + n);
+    auto y = y0, want = y0;
+    y.resize(n + 16, kGuard);
+    k().gated_add_f32(n, g.data(), x.data(), y.data());
+    ref().gated_add_f32(n, g.data(), x.data(), want.data());
+    expect_guard_intact(y, n);
+    for (std::size_t c = 0; c < n; ++c) {
+      // Both within a few float64 ulp of the exact value, then rounded to float once.
+      expect_close(y[c], want[c], std::max(std::fabs(want[c]), std::fabs(x[c])), kUlp,
+                   "g=" + std::to_string(g[c]), kFloatMin);
+    }
   }
 }
 

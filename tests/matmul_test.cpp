@@ -39,11 +39,22 @@ struct Problem {
 double apply(PostOp post, double v) {
   if (post == PostOp::Relu) return v > 0.0 ? v : 0.0;
   if (post == PostOp::Gelu) return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+  if (post == PostOp::ReluSquared) return v > 0.0 ? v * v : 0.0;
   return v;
 }
 
 const char* name(PostOp post) {
-  return post == PostOp::Relu ? "relu" : post == PostOp::Gelu ? "gelu" : "none";
+  switch (post) {
+    case PostOp::Relu:
+      return "relu";
+    case PostOp::Gelu:
+      return "gelu";
+    case PostOp::ReluSquared:
+      return "relu_squared";
+    case PostOp::None:
+      break;
+  }
+  return "none";
 }
 
 // y must be [m, n] = post(x[:m] W^T + bias) to within float accumulation error.
@@ -65,9 +76,12 @@ void expect_matches(const Problem& p, std::size_t m, bool with_bias, PostOp post
       const double want = apply(post, sum);
       const float got = y[i * p.n + j];
       ASSERT_TRUE(std::isfinite(got)) << where;
-      ASSERT_LE(std::fabs(got - want), 1.13 * tol * magnitude + 1e-6 * std::fabs(want))
+      // Squared, an error e of the sum becomes 2 |sum| e + e^2.
+      const double e = 1.13 * tol * magnitude;
+      const double bound = post == PostOp::ReluSquared ? 2.0 * std::fabs(sum) * e + e * e : e;
+      ASSERT_LE(std::fabs(got - want), bound + 1e-6 * std::fabs(want))
           << where << " at (" << i << ", " << j << "): got " << got << ", want " << want;
-      if (post == PostOp::Relu && sum < -tol * magnitude) {
+      if ((post == PostOp::Relu || post == PostOp::ReluSquared) && sum < -tol * magnitude) {
         ASSERT_EQ(got, 0.0f) << where;
       }
     }
@@ -85,7 +99,7 @@ constexpr Shape kShapes[] = {{1, 1, 1},    {1, 7, 5},     {2, 64, 3},    {3, 17,
 TEST(Matmul, MatchesNaiveProduct) {
   for (const Shape& s : kShapes) {
     const Problem p(s.m, s.k, s.n);
-    for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu}) {
+    for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu, PostOp::ReluSquared}) {
       for (bool with_bias : {false, true}) {
         const Matmul mm(s.k, s.n, p.w.data(), with_bias ? p.bias.data() : nullptr, post);
         std::vector<float> y(s.m * s.n + 8, 777.0f);

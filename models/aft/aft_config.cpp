@@ -133,7 +133,7 @@ ModelConfig ModelConfig::from_json(const json& config, const std::string& where)
   c.d_model = r.integer("d_model", 1);
   c.n_layers = r.integer("n_layers", 1);
   c.d_ff = r.integer("d_ff", 1);
-  static const char* const kActivations[] = {"relu", "gelu"};
+  static const char* const kActivations[] = {"relu", "gelu", "relu_squared"};
   c.activation = static_cast<Activation>(r.choice("activation", kActivations));
   static const char* const kMixers[] = {"simple", "local", "conv", "full", "decay"};
   c.mixer = static_cast<Mixer>(r.choice("mixer", kMixers));
@@ -171,6 +171,13 @@ ModelConfig ModelConfig::from_json(const json& config, const std::string& where)
   c.token_shift = r.find("token_shift") != nullptr && r.boolean("token_shift");
   if (c.token_shift && c.mixer != Mixer::Decay)
     r.fail("token_shift", "expected false unless mixer is \"decay\", found true");
+  // The keys below came after the others too: absent, they take the value of older files.
+  static const char* const kFeedForwards[] = {"mlp", "channel_mix"};
+  c.ffn = static_cast<FeedForward>(r.choice("ffn", kFeedForwards, false));
+  if (c.ffn == FeedForward::ChannelMix && c.mixer != Mixer::Decay)
+    r.fail("ffn", "expected \"mlp\" unless mixer is \"decay\", found \"channel_mix\"");
+  c.linear_bias = r.find("linear_bias") == nullptr || r.boolean("linear_bias");
+  c.embed_norm = r.find("embed_norm") != nullptr && r.boolean("embed_norm");
 
   if (c.n_parameters() > kMaxParameters) {
     r.fail("", "the model would have more than 2^40 parameters (the limit of this build)");
@@ -215,20 +222,25 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   const auto add_linear = [&](std::string name, std::vector<int64_t> shape) {
     specs.push_back({std::move(name), std::move(shape), true});
   };
+  // A linear layer's weight and, unless the config has none, its bias.
+  const auto add_layer = [&](const std::string& name, int64_t out, int64_t in) {
+    add_linear(name + ".weight", {out, in});
+    if (c.linear_bias) add(name + ".bias", {out});
+  };
   add("embed.weight", {c.vocab_size, d});
   if (c.pos_encoding == PosEncoding::Learned) add("pos_embed.weight", {t, d});
+  if (c.embed_norm) {
+    add("embed_norm.weight", {d});
+    add("embed_norm.bias", {d});
+  }
   for (int64_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     add(p + "norm1.weight", {d});
     add(p + "norm1.bias", {d});
-    add_linear(p + "mixer.query.weight", {d, d});
-    add(p + "mixer.query.bias", {d});
-    add_linear(p + "mixer.key.weight", {c.key_width(), d});
-    add(p + "mixer.key.bias", {c.key_width()});
-    add_linear(p + "mixer.value.weight", {d, d});
-    add(p + "mixer.value.bias", {d});
-    add_linear(p + "mixer.output.weight", {d, d});
-    add(p + "mixer.output.bias", {d});
+    add_layer(p + "mixer.query", d, d);
+    add_layer(p + "mixer.key", c.key_width(), d);
+    add_layer(p + "mixer.value", d, d);
+    add_layer(p + "mixer.output", d, d);
     if (c.pos_bias_table()) {
       add(p + "mixer.pos_bias", {t, t});
     } else if (c.mixer == Mixer::Conv) {
@@ -247,10 +259,13 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
     }
     add(p + "norm2.weight", {d});
     add(p + "norm2.bias", {d});
-    add_linear(p + "ffn.up.weight", {c.d_ff, d});
-    add(p + "ffn.up.bias", {c.d_ff});
-    add_linear(p + "ffn.down.weight", {d, c.d_ff});
-    add(p + "ffn.down.bias", {d});
+    add_layer(p + "ffn.up", c.d_ff, d);
+    add_layer(p + "ffn.down", d, c.d_ff);
+    if (c.ffn == FeedForward::ChannelMix) {
+      add_layer(p + "ffn.gate", d, d);
+      add(p + "ffn.shift.up", {d});
+      add(p + "ffn.shift.gate", {d});
+    }
   }
   add("norm.weight", {d});
   add("norm.bias", {d});

@@ -13,7 +13,10 @@
 namespace aft {
 
 enum class Mixer { Simple, Local, Conv, Full, Decay };
-enum class Activation { Relu, Gelu };
+enum class Activation { Relu, Gelu, ReluSquared };
+// The block's feed-forward: up, activation, down; or RWKV-4's channel mixing, the same products on
+// token-shifted inputs, gated by sigmoid(gate) (docs/format.md, "config").
+enum class FeedForward { Mlp, ChannelMix };
 enum class FullBias { Table, Factorized };
 
 struct ModelConfig {
@@ -35,6 +38,11 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   // The query, key and value projections read mu x_t + (1 - mu) x_{t-1} (mixer "decay" only).
   bool token_shift = false;
+  FeedForward ffn = FeedForward::Mlp;
+  // Whether the mixer's and the feed-forward's linear layers have biases (RWKV-4's have none).
+  bool linear_bias = true;
+  // A LayerNorm on the embedding before the first layer (RWKV-4's ln0).
+  bool embed_norm = false;
 
   // Parses and checks every field and their consistency; throws Error(AFT_ERR_FORMAT) with a
   // message "<where>: config.<key>: expected ..., found ...".
@@ -54,7 +62,8 @@ struct ModelConfig {
   // head (vocab x d), without biases: what decoding a token reads. No overflow: a checked config
   // has at most 2^40 parameters in all.
   int64_t matmul_parameters() const {
-    const int64_t per_layer = d_model * (3 * d_model + key_width()) + 2 * d_model * d_ff;
+    const int64_t gate = ffn == FeedForward::ChannelMix ? d_model * d_model : 0;
+    const int64_t per_layer = d_model * (3 * d_model + key_width()) + 2 * d_model * d_ff + gate;
     return n_layers * per_layer + vocab_size * d_model;
   }
 };

@@ -102,6 +102,7 @@ SessionState Model::initial_state() const {
     layer.b.resize(layer.m.size());
     layer.frame.resize(layer.m.size());
     if (config_.token_shift) layer.last_input.resize(layer.m.size());
+    if (config_.ffn == FeedForward::ChannelMix) layer.ffn_last_input.resize(layer.m.size());
     layer.reset();
   }
   return state;

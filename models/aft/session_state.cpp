@@ -12,6 +12,7 @@ void MixerState::reset() {
   std::fill(b.begin(), b.end(), 0.0);
   std::fill(frame.begin(), frame.end(), -std::numeric_limits<float>::infinity());
   std::fill(last_input.begin(), last_input.end(), 0.0f);
+  std::fill(ffn_last_input.begin(), ffn_last_input.end(), 0.0f);
   frame_valid = true;
 }
 

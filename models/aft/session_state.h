@@ -34,6 +34,8 @@ struct MixerState {
   // With token shift (the decay mixer): the layer's input of the sequence's last token, x_{t-1} of
   // the next (d floats, zero at the start; empty otherwise).
   AlignedFloats last_input;
+  // With RWKV-4's channel mixing: the feed-forward's input of the last token, likewise.
+  AlignedFloats ffn_last_input;
 
   void reset();
   // The rows of keys, values and scaled keys that positions [0, positions) need: a ring's

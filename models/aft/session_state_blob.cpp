@@ -13,7 +13,8 @@ namespace {
 
 // Layout, little-endian (as the model file): magic, u32 version, u32 model fingerprint, i64
 // position, u32 layers, u32 d_model; per layer u64 key rows, u64 frame_valid, then doubles: m, a,
-// b (d each), then floats: frame (d), the last input (d with token shift, else none), keys, values,
+// b (d each), then floats: frame (d), the last input (d with token shift, else none), the
+// feed-forward's last input (d with channel mixing, else none), keys, values,
 // scaled keys (rows x blocks x 64 each, channel_blocked_rows.h); last a u64 state_checksum of every
 // byte before it.
 constexpr char kMagic[8] = {'A', 'F', 'T', 'S', 'T', 'A', 'T', 'E'};
@@ -25,7 +26,7 @@ constexpr std::size_t kLayerHeaderBytes = 8 + 8;
 std::size_t layer_array_bytes(const MixerState& layer, std::size_t rows) {
   const std::size_t d = layer.m.size();
   return 3 * d * sizeof(double) +
-         (d + layer.last_input.size() +
+         (d + layer.last_input.size() + layer.ffn_last_input.size() +
           3 * ChannelBlockedRows::blocks_of(d) * rows * ChannelBlockedRows::kBlock) *
              sizeof(float);
 }
@@ -121,6 +122,7 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
     w.values(layer.b.data(), layer.b.size());
     w.values(layer.frame.data(), layer.frame.size());
     w.values(layer.last_input.data(), layer.last_input.size());
+    w.values(layer.ffn_last_input.data(), layer.ffn_last_input.size());
     w.values(layer.keys.data(), layer.keys.floats());
     w.values(layer.values.data(), layer.values.floats());
     w.values(layer.scaled_keys.data(), layer.scaled_keys.floats());
@@ -210,6 +212,7 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
     }
     from = copy_values(from, layer.frame.data(), d);
     from = copy_values(from, layer.last_input.data(), layer.last_input.size());
+    from = copy_values(from, layer.ffn_last_input.data(), layer.ffn_last_input.size());
     for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
       from = copy_values(from, rows_of->data(), rows_of->floats());
     }

@@ -32,6 +32,7 @@ void StateRollback::save_layer(MixerState& state, Layer& saved, int64_t position
   saved.b.assign(state.b.begin(), state.b.end());
   saved.frame.assign(state.frame.begin(), state.frame.end());
   saved.last_input.assign(state.last_input.begin(), state.last_input.end());
+  saved.ffn_last_input.assign(state.ffn_last_input.begin(), state.ffn_last_input.end());
   saved.frame_valid = state.frame_valid;
   saved.reframe_pending = state.reframe_pending;
   saved.rows.clear();
@@ -94,6 +95,7 @@ void StateRollback::restore_layer(MixerState& state, Layer& saved) noexcept {
   std::copy(saved.b.begin(), saved.b.end(), state.b.begin());
   std::copy(saved.frame.begin(), saved.frame.end(), state.frame.begin());
   std::copy(saved.last_input.begin(), saved.last_input.end(), state.last_input.begin());
+  std::copy(saved.ffn_last_input.begin(), saved.ffn_last_input.end(), state.ffn_last_input.begin());
   state.frame_valid = saved.frame_valid;
   state.reframe_pending = saved.reframe_pending;
   if (saved.grown) {

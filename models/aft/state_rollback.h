@@ -38,7 +38,7 @@ class StateRollback : public SequenceRollback {
  private:
   struct Layer {
     AlignedDoubles m, a, b;
-    AlignedFloats frame, last_input;
+    AlignedFloats frame, last_input, ffn_last_input;
     bool frame_valid = true;
     bool reframe_pending = false;
     // Rows grew: the old arrays, whole (nothing else of keys, values or scaled keys is saved).

@@ -47,16 +47,20 @@ class FormatError(ValueError):
 
 # Every config key of docs/format.md, in the table's order. Writers write all of them; keys that
 # do not apply to a mixer carry the neutral value (window 0, n_heads 1, full_bias "table",
-# bias_rank 0, token_shift false).
+# bias_rank 0, token_shift false, ffn "mlp").
 CONFIG_KEYS = (
     "vocab_size", "d_model", "n_layers", "d_ff", "activation", "mixer", "window", "n_heads",
     "full_bias", "bias_rank", "max_seq_len", "pos_encoding", "embed_scale", "tied_embeddings",
-    "head_bias", "norm_eps", "token_shift",
+    "head_bias", "norm_eps", "token_shift", "ffn", "linear_bias", "embed_norm",
 )
+# The keys that came after the others, with the value a file written before them means.
+LATER_KEYS = {"token_shift": False, "ffn": "mlp", "linear_bias": True, "embed_norm": False}
 MIXERS = ("simple", "local", "conv", "full", "decay")
 # The decay mixer's token shift: one mix per projection (tensors layers.i.mixer.shift.NAME).
 SHIFTED_PROJECTIONS = ("query", "key", "value")
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "relu_squared")
+# The block's feed-forward: "mlp", or RWKV-4's channel mixing (decay mixer only).
+FEED_FORWARDS = ("mlp", "channel_mix")
 POS_ENCODINGS = ("none", "sinusoidal", "learned")
 FULL_BIASES = ("table", "factorized")
 # The engine's limits (models/aft/aft_config.cpp), the format's contract: every size at most MAX_DIM,
@@ -96,13 +100,12 @@ def validate_config(config, strict_keys: bool = False) -> dict:
     Raises FormatError naming the key, what was expected and what was found. With strict_keys
     (writers), every key of the table must be present and no other; without (readers), unknown
     keys are ignored and a key the mixer does not use (window, n_heads, full_bias, bias_rank)
-    may be absent. token_shift may be absent in both (it is false then).
+    may be absent. The LATER_KEYS may be absent in both (they take the value older files mean).
     """
     if not isinstance(config, dict):
         raise FormatError(f"config: expected a JSON object, found {type(config).__name__}")
-    # token_shift came after the other keys: the files and configs (trainer checkpoints) written
-    # before it have none.
-    config = {"token_shift": False, **config}
+    # The files and configs (trainer checkpoints) written before the LATER_KEYS have none.
+    config = {**LATER_KEYS, **config}
     if not strict_keys:
         # Readers: a key the mixer does not use may be absent; it takes its neutral value.
         mixer = config.get("mixer")
@@ -132,10 +135,11 @@ def validate_config(config, strict_keys: bool = False) -> dict:
         if not _is_int(config[key]):
             fail(key, "an integer")
     for key, allowed in (("activation", ACTIVATIONS), ("mixer", MIXERS),
-                         ("pos_encoding", POS_ENCODINGS), ("full_bias", FULL_BIASES)):
+                         ("pos_encoding", POS_ENCODINGS), ("full_bias", FULL_BIASES),
+                         ("ffn", FEED_FORWARDS)):
         if config[key] not in allowed:
             fail(key, "one of " + ", ".join(f'"{value}"' for value in allowed))
-    for key in ("tied_embeddings", "head_bias", "token_shift"):
+    for key in ("tied_embeddings", "head_bias", "token_shift", "linear_bias", "embed_norm"):
         if not isinstance(config[key], bool):
             fail(key, "true or false")
     # The engine computes in float32: the values must survive the conversion.
@@ -163,6 +167,8 @@ def validate_config(config, strict_keys: bool = False) -> dict:
         fail("bias_rank", "0 unless mixer is \"full\" with full_bias \"factorized\"")
     if config["token_shift"] and mixer != "decay":
         fail("token_shift", "false unless mixer is \"decay\"")
+    if config["ffn"] == "channel_mix" and mixer != "decay":
+        fail("ffn", "\"mlp\" unless mixer is \"decay\"")
     if n_parameters(config) > MAX_PARAMETERS:
         raise FormatError(f"config: the model would have more than 2^40 parameters (the engine's "
                           f"limit), found {n_parameters(config)}")
@@ -205,16 +211,21 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
     d, d_ff, vocab = config["d_model"], config["d_ff"], config["vocab_size"]
     t_max, mixer = config["max_seq_len"], config["mixer"]
     key_width = config["n_heads"] if mixer == "conv" else d
+
+    def layer(name, out, inputs):  # a linear layer's weight and, unless the config has none, bias
+        return [(name + ".weight", (out, inputs))] + (
+            [(name + ".bias", (out,))] if config["linear_bias"] else [])
+
     specs = [("embed.weight", (vocab, d))]
     if config["pos_encoding"] == "learned":
         specs.append(("pos_embed.weight", (t_max, d)))
+    if config["embed_norm"]:
+        specs += [("embed_norm.weight", (d,)), ("embed_norm.bias", (d,))]
     for i in range(config["n_layers"]):
         p = f"layers.{i}."
         specs += [(p + "norm1.weight", (d,)), (p + "norm1.bias", (d,))]
-        specs += [(p + "mixer.query.weight", (d, d)), (p + "mixer.query.bias", (d,)),
-                  (p + "mixer.key.weight", (key_width, d)), (p + "mixer.key.bias", (key_width,)),
-                  (p + "mixer.value.weight", (d, d)), (p + "mixer.value.bias", (d,)),
-                  (p + "mixer.output.weight", (d, d)), (p + "mixer.output.bias", (d,))]
+        specs += (layer(p + "mixer.query", d, d) + layer(p + "mixer.key", key_width, d)
+                  + layer(p + "mixer.value", d, d) + layer(p + "mixer.output", d, d))
         if pos_bias_table(config):
             specs.append((p + "mixer.pos_bias", (t_max, t_max)))
         elif mixer == "conv":
@@ -227,8 +238,10 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
             if config["token_shift"]:
                 specs += [(p + f"mixer.shift.{name}", (d,)) for name in SHIFTED_PROJECTIONS]
         specs += [(p + "norm2.weight", (d,)), (p + "norm2.bias", (d,))]
-        specs += [(p + "ffn.up.weight", (d_ff, d)), (p + "ffn.up.bias", (d_ff,)),
-                  (p + "ffn.down.weight", (d, d_ff)), (p + "ffn.down.bias", (d,))]
+        specs += layer(p + "ffn.up", d_ff, d) + layer(p + "ffn.down", d, d_ff)
+        if config["ffn"] == "channel_mix":
+            specs += layer(p + "ffn.gate", d, d)
+            specs += [(p + "ffn.shift.up", (d,)), (p + "ffn.shift.gate", (d,))]
     specs += [("norm.weight", (d,)), ("norm.bias", (d,))]
     if not config["tied_embeddings"]:
         specs.append(("head.weight", (vocab, d)))
@@ -266,8 +279,8 @@ def check_tensor_set(config: dict, shapes: dict, where: str = "tensors") -> None
 # --------------------------------------------------------------------------------------------
 
 # The weight matrices of the linear layers: the only tensors a bf16 or q8_0 file converts.
-LINEAR_WEIGHT = re.compile(r"layers\.\d+\.(mixer\.(query|key|value|output)|ffn\.(up|down))\.weight"
-                           r"|head\.weight")
+LINEAR_WEIGHT = re.compile(r"layers\.\d+\.(mixer\.(query|key|value|output)"
+                           r"|ffn\.(up|down|gate))\.weight|head\.weight")
 
 
 def is_linear_weight(name: str) -> bool:

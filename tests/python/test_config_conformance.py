@@ -35,10 +35,17 @@ BASES = {
     "decay": {"mixer": "decay", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0},
     "decay-shift": {"mixer": "decay", "window": 0, "n_heads": 1, "full_bias": "table",
                     "bias_rank": 0, "token_shift": True},
+    # RWKV-4's block: channel mixing, no linear biases, a LayerNorm on the embedding.
+    "rwkv4": {"mixer": "decay", "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0,
+              "token_shift": True, "ffn": "channel_mix", "linear_bias": False,
+              "embed_norm": True},
+    "simple-no-bias": {"mixer": "simple", "window": 0, "n_heads": 1, "full_bias": "table",
+                       "bias_rank": 0, "linear_bias": False, "embed_norm": True},
 }
 COMMON = {"vocab_size": 7, "d_model": 4, "n_layers": 2, "d_ff": 6, "activation": "relu",
           "max_seq_len": 5, "pos_encoding": "none", "embed_scale": 2.0, "tied_embeddings": False,
-          "head_bias": True, "norm_eps": 1e-5, "token_shift": False}
+          "head_bias": True, "norm_eps": 1e-5, "token_shift": False, "ffn": "mlp",
+          "linear_bias": True, "embed_norm": False}
 
 FLOAT32_MAX = 3.4028234663852886e38
 # Values every key is tried with: integers around 0 and the limits, floats at float32's edges
@@ -50,6 +57,7 @@ ODD_VALUES = [
     3.4028235e38, 3.40282357e38, 3.4028236e38, 1e39, -1e39, 1e300, float("nan"), float("inf"),
     -float("inf"), True, False, None, "", "1", "RELU", [], [1], {},
     *modelfile.MIXERS, *modelfile.ACTIVATIONS, *modelfile.POS_ENCODINGS, *modelfile.FULL_BIASES,
+    *modelfile.FEED_FORWARDS,
 ]
 
 
@@ -85,7 +93,7 @@ def grid():
                "vocab_size": 1}
     # At d 512 the decay mixer reaches 2^40 past 1,041,960 layers, with token shift (3 d more a
     # layer) past 1,040,446.
-    for base, layers in itertools.product(("decay", "decay-shift"),
+    for base, layers in itertools.product(("decay", "decay-shift", "rwkv4"),
                                           (1040446, 1040447, 1041960, 1041961)):
         yield {**COMMON, **BASES[base], "n_layers": layers, "d_model": 2**9, "d_ff": 1,
                "vocab_size": 1}

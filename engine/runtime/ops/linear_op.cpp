@@ -109,6 +109,7 @@ class LinearOp final : public Op {
       float* y = out.row(r) + begin;
       if (post_ == kernels::PostOp::Relu) ctx.kernels.relu_f32(n, y);
       if (post_ == kernels::PostOp::Gelu) ctx.kernels.gelu_f32(n, y);
+      if (post_ == kernels::PostOp::ReluSquared) ctx.kernels.relu_squared_f32(n, y);
       if (residual) ctx.kernels.add_f32(n, residual + r * out_width_ + begin, y);
     }
   }

@@ -19,6 +19,9 @@ std::unique_ptr<Op> make_embedding_op(const float* table, std::size_t width, flo
 
 std::unique_ptr<Op> make_layer_norm_op(const float* gamma, const float* beta, float eps);
 
+// (gate, y, x) -> x + sigmoid(gate) * y, row by row (RWKV-4's gated feed-forward output).
+std::unique_ptr<Op> make_gated_residual_op();
+
 // out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear), f32, bf16 or q8_0.
 // With a second input (a residual, out_width wide): out = post(in W^T + bias) + residual, added
 // as out is written. One token (per sequence) runs the GEMV of W's dtype: for q8_0, on the input
