@@ -381,6 +381,14 @@ class CommandLineTest(Case):
                                         f'(expected shape [{WIDTH}])\n')
         self.assertFalse(self.model_path.exists())
 
+    def test_rwkv_cpp_file_needs_no_torch(self):
+        source = self.save_rwkv_cpp(checkpoint())
+        script = ("import sys; from aft.importers import rwkv4; "
+                  f"rwkv4.read_checkpoint({str(source)!r}); print('torch' in sys.modules)")
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent)
+        self.assertEqual((result.returncode, result.stdout, result.stderr), (0, "False\n", ""))
+
     def test_bad_inputs(self):
         notes, out = self.dir / "notes.txt", str(self.dir / "out.aft")
         notes.write_text("not a checkpoint")
