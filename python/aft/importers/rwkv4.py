@@ -50,8 +50,6 @@ from .. import export, modelfile
 from . import rwkv_cpp_file
 from .checkpoint import ImportRefused, load_state_dict
 
-LAYER = "{i}"
-
 # (source key, shape in V vocabulary / C width / F feed-forward width, aft tensor). A "time"
 # shape is a per-channel vector stored as [C] or [1, 1, C].
 GLOBAL_KEYS = (
@@ -171,11 +169,15 @@ def decay_from_w(w: np.ndarray, key: str) -> np.ndarray:
     return np.log(-w.astype(np.float64)).astype(np.float32)
 
 
-def _float32(tensor, key: str) -> np.ndarray:
+def _check_float(tensor, key: str) -> None:
     import torch
     if tensor.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ImportRefused(f"rwkv: key \"{key}\": dtype {str(tensor.dtype).replace('torch.', '')}, "
                             f"expected float32, float16 or bfloat16 (converted to f32 exactly)")
+
+
+def _float32(tensor, key: str) -> np.ndarray:
+    _check_float(tensor, key)
     return tensor.detach().float().contiguous().numpy().copy()
 
 
@@ -188,7 +190,7 @@ def read_state_dict(path) -> tuple[dict, dict, dict]:
     for key, target in mapping:
         if key.endswith(DECAY_KEY):
             # As rwkv.cpp's converter: float32, squeezed, -exp in torch's float32.
-            _float32(state_dict[key], key)  # the dtype check
+            _check_float(state_dict[key], key)
             w = -torch.exp(state_dict[key].detach().float().reshape(-1).contiguous())
             tensors[target] = decay_from_w(w.numpy(), key)
         else:
