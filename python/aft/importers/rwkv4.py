@@ -26,8 +26,10 @@ The decay: RWKV-4 decays the earlier tokens by w = -exp(time_decay) a step (in l
 mixer by -exp(decay). rwkv.cpp's converter stores w in fp32, computed by torch's float32 exp. So
 that both inputs give the same bytes, this importer computes w the same way from a state_dict
 (w = float32(-exp(float32 time_decay)), torch), and from either input decay = float32(log(-w)),
-the log in float64. A time_decay whose w is 0 or infinite in fp32 is refused (no finite decay
-gives it).
+the log in float64. (The same bytes, that is, where the converter ran the same PyTorch build on
+the same kind of CPU: torch's float32 exp is within an ulp, not correctly rounded, so elsewhere w
+can differ in its last bit.) A time_decay whose w is 0 or infinite in fp32 is refused (no finite
+decay gives it).
 
 Refused, each naming the reason: RWKV-5, 6 and 7 checkpoints (told by their keys), a missing or
 misshapen key (expected vs found shape), an unexpected key, a tensor that is not fp32, fp16 or bf16,
