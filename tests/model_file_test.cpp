@@ -216,7 +216,7 @@ TEST_F(ModelFileTest, ScalarAndEmptyTensorsAreAllowed) {
 }
 
 TEST_F(ModelFileTest, RandomModelForEveryMixerLoads) {
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift", "rwkv4"}) {
     SCOPED_TRACE(mixer);
     const json config = aft::testing::tiny_config(mixer);
     aft::testing::write_random_model(file_.path(), config, 7);
