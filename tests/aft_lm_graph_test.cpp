@@ -18,7 +18,7 @@ using nlohmann::json;
 
 std::vector<json> every_variant() {
   std::vector<json> configs;
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift", "rwkv4"}) {
     for (const char* full_bias : {"table", "factorized"}) {
       if (full_bias != std::string("table") && mixer != std::string("full")) continue;
       for (const char* pos_encoding : {"none", "sinusoidal", "learned"}) {

@@ -215,7 +215,7 @@ TEST_P(BatchDecodeTest, BadCallsChangeNoSession) {
 
 INSTANTIATE_TEST_SUITE_P(Mixers, BatchDecodeTest,
                          ::testing::Values("simple", "local", "conv", "full", "decay",
-                                           "decay_shift"));
+                                           "decay_shift", "rwkv4"));
 
 }  // namespace
 }  // namespace aft::testing

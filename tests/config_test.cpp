@@ -343,6 +343,35 @@ TEST(ExpectedTensors, Decay) {
   EXPECT_EQ(shifted.size(), 1 + 2 * 21 + 2 + 2u);
 }
 
+// RWKV-4's block: no linear biases, a LayerNorm on the embedding, channel mixing's gate and two
+// token shifts per layer; the head keeps its own flag.
+TEST(ExpectedTensors, Rwkv4) {
+  const ModelConfig c = parse(aft::testing::tiny_config("rwkv4"));
+  EXPECT_EQ(c.ffn, aft::FeedForward::ChannelMix);
+  EXPECT_EQ(c.activation, aft::Activation::ReluSquared);
+  EXPECT_FALSE(c.linear_bias);
+  EXPECT_TRUE(c.embed_norm);
+  const auto t = tensor_map(config_for("rwkv4"));
+  EXPECT_EQ(t.at("embed_norm.weight"), (Shape{16}));
+  EXPECT_EQ(t.at("embed_norm.bias"), (Shape{16}));
+  EXPECT_EQ(t.at("layers.1.ffn.gate.weight"), (Shape{16, 16}));
+  EXPECT_EQ(t.at("layers.1.ffn.up.weight"), (Shape{32, 16}));
+  EXPECT_EQ(t.at("layers.1.ffn.shift.up"), (Shape{16}));
+  EXPECT_EQ(t.at("layers.1.ffn.shift.gate"), (Shape{16}));
+  for (const auto& [name, shape] : t) {
+    const bool linear_bias =
+        name.find("mixer.") != std::string::npos || name.find("ffn.") != std::string::npos;
+    EXPECT_FALSE(linear_bias && name.size() > 5 && name.substr(name.size() - 5) == ".bias") << name;
+  }
+  // embed + embed_norm 2; per layer: 2 norms x 2, 4 mixer weights, decay, bonus, 3 shifts,
+  // 3 feed-forward weights, 2 shifts; norm 2, head 1, head.bias 1 (tiny_config keeps it).
+  EXPECT_EQ(t.size(), 3 + 2 * 18 + 2 + 2u);
+  // Absent keys mean what older files meant: biases, no embedding norm, the plain feed-forward.
+  json older = config_for("decay_shift");
+  for (const char* key : {"ffn", "linear_bias", "embed_norm"}) older.erase(key);
+  EXPECT_EQ(tensor_map(older), tensor_map(config_for("decay_shift")));
+}
+
 TEST(ExpectedTensors, FullTable) {
   const json c = config_for("full");
   const auto t = tensor_map(c);

@@ -79,43 +79,7 @@ class ModelFileTest : public ::testing::Test {
   }
 };
 
-// ---- CRC-32 and the mapping ----
-
-uint32_t bitwise_crc32(const uint8_t* p, std::size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (std::size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-  }
-  return ~c;
-}
-
-TEST(Crc32, KnownValues) {
-  EXPECT_EQ(aft::crc32("", 0), 0u);
-  EXPECT_EQ(aft::crc32("123456789", 9), 0xCBF43926u);
-  const char* fox = "The quick brown fox jumps over the lazy dog";
-  EXPECT_EQ(aft::crc32(fox, std::strlen(fox)), 0x414FA339u);
-}
-
-TEST(Crc32, MatchesBitwiseAtEveryLengthAndAlignment) {
-  std::vector<uint8_t> buf(300);
-  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
-  for (std::size_t start = 0; start < 8; ++start) {
-    for (std::size_t n = 0; start + n <= buf.size(); n += 7) {
-      ASSERT_EQ(aft::crc32(buf.data() + start, n), bitwise_crc32(buf.data() + start, n))
-          << start << " " << n;
-    }
-  }
-}
-
-TEST(Crc32, ContinuesAcrossChunks) {
-  std::vector<uint8_t> buf(1000);
-  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i ^ (i >> 3));
-  const uint32_t whole = aft::crc32(buf.data(), buf.size());
-  for (std::size_t cut : {0, 1, 9, 500, 999, 1000}) {
-    EXPECT_EQ(aft::crc32(buf.data() + cut, buf.size() - cut, aft::crc32(buf.data(), cut)), whole);
-  }
-}
+// ---- The mapping (CRC-32: crc32_test.cpp) ----
 
 TEST(MappedFile, MapsContentAndMoves) {
   TempFile file;
@@ -216,7 +180,7 @@ TEST_F(ModelFileTest, ScalarAndEmptyTensorsAreAllowed) {
 }
 
 TEST_F(ModelFileTest, RandomModelForEveryMixerLoads) {
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift", "rwkv4"}) {
     SCOPED_TRACE(mixer);
     const json config = aft::testing::tiny_config(mixer);
     aft::testing::write_random_model(file_.path(), config, 7);

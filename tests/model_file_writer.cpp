@@ -72,7 +72,8 @@ std::string utf8(uint32_t cp) {
 }  // namespace
 
 json tiny_config(const std::string& name) {
-  const bool token_shift = name == "decay_shift";
+  const bool rwkv4 = name == "rwkv4";  // RWKV-4's block: the decay mixer, channel mixing
+  const bool token_shift = name == "decay_shift" || rwkv4;
   const std::string mixer = token_shift ? "decay" : name;
   if (mixer != "simple" && mixer != "local" && mixer != "conv" && mixer != "full" &&
       mixer != "decay") {
@@ -83,7 +84,7 @@ json tiny_config(const std::string& name) {
               {"d_model", 16},
               {"n_layers", 2},
               {"d_ff", 32},
-              {"activation", "gelu"},
+              {"activation", rwkv4 ? "relu_squared" : "gelu"},
               {"mixer", mixer},
               {"window", windowed ? 4 : 0},
               {"n_heads", mixer == "conv" ? 2 : 1},
@@ -95,7 +96,10 @@ json tiny_config(const std::string& name) {
               {"tied_embeddings", false},
               {"head_bias", true},
               {"norm_eps", 1e-5},
-              {"token_shift", token_shift}};
+              {"token_shift", token_shift},
+              {"ffn", rwkv4 ? "channel_mix" : "mlp"},
+              {"linear_bias", !rwkv4},
+              {"embed_norm", rwkv4}};
 }
 
 json byte_tokenizer() { return json{{"type", "byte"}}; }

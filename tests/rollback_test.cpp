@@ -220,16 +220,15 @@ TEST_P(RollbackTest, AFailedBatchDecodeChangesNoSession) {
   EXPECT_GT(expect_failures_change_nothing(at(20, 3), batch), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixers, RollbackTest,
-                         ::testing::Values(Case{"simple", 1}, Case{"local", 1}, Case{"conv", 1},
-                                           Case{"full", 1}, Case{"simple", 2}, Case{"local", 2},
-                                           Case{"conv", 2}, Case{"full", 2}, Case{"decay", 1},
-                                           Case{"decay_shift", 1}, Case{"decay", 2},
-                                           Case{"decay_shift", 2}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.mixer) + "_" +
-                                  std::to_string(info.param.threads) + "_threads";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Mixers, RollbackTest,
+    ::testing::Values(Case{"simple", 1}, Case{"local", 1}, Case{"conv", 1}, Case{"full", 1},
+                      Case{"simple", 2}, Case{"local", 2}, Case{"conv", 2}, Case{"full", 2},
+                      Case{"decay", 1}, Case{"decay_shift", 1}, Case{"decay", 2},
+                      Case{"decay_shift", 2}, Case{"rwkv4", 1}, Case{"rwkv4", 2}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return std::string(info.param.mixer) + "_" + std::to_string(info.param.threads) + "_threads";
+    });
 
 // A decoded token of a model large enough to run in one parallel region (Session::
 // kOneRegionMinParameters): the ops of every layer between the same barriers.

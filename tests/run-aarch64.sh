@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The NEON kernels without ARM hardware, on an x86-64 Debian 12 host: cross-builds kernels_test,
-# quantized_kernels_test, matmul_test and golden_test for aarch64 and runs them under qemu-aarch64,
-# first on the NEON kernels, then with AFT_ISA=scalar. Installs the cross toolchain and the arm64
-# libraries from Debian's packages first (through sudo unless run as root); does no apt work when
-# they are present.
+# quantized_kernels_test, matmul_test, golden_test and crc32_test for aarch64 and runs them under
+# qemu-aarch64, first on the NEON kernels, then with AFT_ISA=scalar. Installs the cross toolchain
+# and the arm64 libraries from Debian's packages first (through sudo unless run as root); does no
+# apt work when they are present.
 # Usage: tests/run-aarch64.sh [jobs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${1:-$(nproc)}"
 dir=build-aarch64
 sysroot="$PWD/$dir/sysroot"
-tests=(kernels_test quantized_kernels_test matmul_test golden_test)
+tests=(kernels_test quantized_kernels_test matmul_test golden_test crc32_test)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 

@@ -179,7 +179,7 @@ TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
   ASSERT_EQ(layers, 2u);
   ASSERT_EQ(d, 80u);
   const std::string mixer = GetParam();
-  const bool decay = mixer.rfind("decay", 0) == 0;
+  const bool decay = mixer.rfind("decay", 0) == 0 || mixer == "rwkv4";
   const std::size_t window = mixer == "simple" || decay ? 0 : mixer == "full" ? kPrompt : 4;
   const double left = double(kPrompt - window);  // positions that joined the global sums
   for (uint32_t layer = 0; layer < layers; ++layer) {
@@ -203,21 +203,23 @@ TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
       EXPECT_GE(b[c], 1.0) << where;
       EXPECT_LE(b[c], left) << where;
     }
-    // The frame; the last input (token shift); keys, values, scaled keys.
-    at += (d + (mixer == "decay_shift" ? d : 0) + 3 * ((d + 63) / 64) * rows * 64) * sizeof(float);
+    // The frame; the last input (token shift) and the feed-forward's (channel mixing); keys,
+    // values, scaled keys.
+    const std::size_t shifted = mixer == "decay_shift" ? d : mixer == "rwkv4" ? 2 * d : 0;
+    at += (d + shifted + 3 * ((d + 63) / 64) * rows * 64) * sizeof(float);
   }
   EXPECT_EQ(at + sizeof(uint64_t), blob.size());  // the checksum last
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, SessionStateTest,
                          ::testing::Values("simple", "local", "conv", "full", "decay",
-                                           "decay_shift"));
+                                           "decay_shift", "rwkv4"));
 
 // The state's size per mixer: constant for AFT-simple and for the rings of AFT-local and
 // AFT-conv once the window is full; AFT-full keeps every position, so it grows.
 TEST(SessionStateSize, FollowsEachMixersState) {
   TempFile file;
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift", "rwkv4"}) {
     nlohmann::json config = tiny_config(mixer);
     config["max_seq_len"] = 128;
     write_random_model(file.path(), config, 1, 0.1f);

@@ -60,7 +60,7 @@ TEST_F(SessionTest, LearnedPositionsStopAtMaxSeqLen) {
 // Relative-position models have no length limit; prompts longer than a chunk (256 tokens) are
 // split, and every chunking gives the logits of decoding token by token.
 TEST_F(SessionTest, LongPromptsBeyondMaxSeqLenAndChunks) {
-  for (const char* mixer : {"simple", "conv", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "conv", "decay", "decay_shift", "rwkv4"}) {
     ModelHandle model = write_and_load(tiny_config(mixer));
     const std::vector<int32_t> tokens = token_sequence(600, 256);
     SessionHandle session = new_session(model.get());
@@ -128,7 +128,7 @@ TEST_F(SessionTest, ResetStartsOver) {
 // float32, the running-max accumulators must not; decays from e^-10 to e^10 a token. Logits stay
 // finite and prefill agrees with decode.
 TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay", "decay_shift", "rwkv4"}) {
     const nlohmann::json config = tiny_config(mixer);
     std::vector<TestTensor> tensors = random_tensors(config, 3);
     for (TestTensor& t : tensors) {
@@ -159,7 +159,7 @@ TEST_F(SessionTest, ExtremeKeysAndBiasesStayFinite) {
 // f32 weights, and 1 against 3 threads with the same model's linear weights in bf16 and q8_0 (by
 // aft-quantize: the same split, other GEMVs).
 TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfWideModels) {
-  for (const char* mixer : {"simple", "local", "conv", "full", "decay_shift"}) {
+  for (const char* mixer : {"simple", "local", "conv", "full", "decay_shift", "rwkv4"}) {
     nlohmann::json config = tiny_config(mixer);
     config["d_model"] = 768;
     config["d_ff"] = 2048;
@@ -214,7 +214,7 @@ TEST_F(SessionTest, ThreadCountDoesNotChangeLogitsOfTheScan) {
   };
   for (const Case& c : {Case{"simple", 0, 1.0f}, Case{"local", 4, 1.0f}, Case{"local", 100, 500.0f},
                         Case{"conv", 4, 1.0f}, Case{"conv", 100, 500.0f}, Case{"decay", 0, 1.0f},
-                        Case{"decay_shift", 0, 500.0f}}) {
+                        Case{"decay_shift", 0, 500.0f}, Case{"rwkv4", 0, 500.0f}}) {
     nlohmann::json config = tiny_config(c.mixer);
     config["d_model"] = 80;
     config["window"] = c.window;

@@ -122,7 +122,7 @@ TEST_P(StressTest, ConcurrentMixedScriptsGetTheBitsOfOneThread) {
 
 INSTANTIATE_TEST_SUITE_P(Mixers, StressTest,
                          ::testing::Values("simple", "local", "conv", "full", "decay",
-                                           "decay_shift"),
+                                           "decay_shift", "rwkv4"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -1,53 +1,64 @@
+// crc32(): the run-time choice among the paths of crc32_paths.h.
 #include "crc32.h"
 
-#include <array>
+#include <cstring>
+#include <iterator>
+
+#include "crc32_paths.h"
+#include "kernels/kernels.h"
 
 namespace aft {
+namespace crc32_paths {
 namespace {
 
-// Slicing-by-8: eight tables let one step consume 8 bytes, several times faster than the byte-wise
-// loop on the 100+ MB a model file holds.
-struct Tables {
-  std::array<std::array<uint32_t, 256>, 8> t{};
+bool always() { return true; }
+
+// Fastest first.
+constexpr Path kPaths[] = {
+#if defined(__x86_64__)
+    {"vpclmul", vpclmul, has_vpclmul},
+    {"pclmul", pclmul, has_pclmul},
+#endif
+#if defined(__aarch64__)
+    {"armv8-crc", armv8_crc, has_armv8_crc},
+#endif
+    {"table", table, always},
 };
 
-constexpr Tables make_tables() {
-  Tables tables;
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int bit = 0; bit < 8; ++bit) c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    tables.t[0][i] = c;
-  }
-  for (uint32_t i = 0; i < 256; ++i) {
-    for (int k = 1; k < 8; ++k) {
-      const uint32_t prev = tables.t[k - 1][i];
-      tables.t[k][i] = (prev >> 8) ^ tables.t[0][prev & 0xFFu];
-    }
-  }
-  return tables;
-}
-
-constexpr Tables kTables = make_tables();
-
-// Assembled byte by byte so the result does not depend on the host's endianness or alignment.
-inline uint32_t load_le32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+// The fastest CRC path an instruction set of the kernels allows.
+const char* widest_for(const char* isa) {
+  if (std::strcmp(isa, "avx512vnni") == 0 || std::strcmp(isa, "avx512") == 0) return "vpclmul";
+  if (std::strcmp(isa, "avx2") == 0) return "pclmul";
+  if (std::strcmp(isa, "neon") == 0) return "armv8-crc";
+  return "table";  // scalar, sse2
 }
 
 }  // namespace
 
-uint32_t crc32(const void* data, std::size_t size, uint32_t crc) {
-  const auto& t = kTables.t;
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint32_t c = ~crc;
-  for (; size >= 8; size -= 8, p += 8) {
-    const uint32_t lo = load_le32(p) ^ c;
-    const uint32_t hi = load_le32(p + 4);
-    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
-        t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+const Path* begin() { return std::begin(kPaths); }
+const Path* end() { return std::end(kPaths); }
+
+const Path& for_isa(const char* isa) {
+  const char* widest = widest_for(isa);
+  bool allowed = false;
+  for (const Path& path : kPaths) {
+    allowed = allowed || std::strcmp(path.name, widest) == 0;
+    if (allowed && path.supported()) return path;
   }
-  for (; size > 0; --size, ++p) c = (c >> 8) ^ t[0][(c ^ *p) & 0xFF];
-  return ~c;
+  return std::end(kPaths)[-1];
+}
+
+const Path& active() {
+  // The kernels have already parsed AFT_ISA and fallen back to what this CPU runs; following their
+  // choice keeps one reading of the variable and one warning.
+  static const Path& path = for_isa(kernels::active_kernels().isa);
+  return path;
+}
+
+}  // namespace crc32_paths
+
+uint32_t crc32(const void* data, std::size_t size, uint32_t crc) {
+  return crc32_paths::active().function(data, size, crc);
 }
 
 }  // namespace aft

@@ -58,6 +58,8 @@ LATER_KEYS = {"token_shift": False, "ffn": "mlp", "linear_bias": True, "embed_no
 MIXERS = ("simple", "local", "conv", "full", "decay")
 # The decay mixer's token shift: one mix per projection (tensors layers.i.mixer.shift.NAME).
 SHIFTED_PROJECTIONS = ("query", "key", "value")
+# Channel mixing's: one per product that reads the input (tensors layers.i.ffn.shift.NAME).
+SHIFTED_FEED_FORWARD = ("up", "gate")
 ACTIVATIONS = ("relu", "gelu", "relu_squared")
 # The block's feed-forward: "mlp", or RWKV-4's channel mixing (decay mixer only).
 FEED_FORWARDS = ("mlp", "channel_mix")
@@ -241,7 +243,7 @@ def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:
         specs += layer(p + "ffn.up", d_ff, d) + layer(p + "ffn.down", d, d_ff)
         if config["ffn"] == "channel_mix":
             specs += layer(p + "ffn.gate", d, d)
-            specs += [(p + "ffn.shift.up", (d,)), (p + "ffn.shift.gate", (d,))]
+            specs += [(p + f"ffn.shift.{name}", (d,)) for name in SHIFTED_FEED_FORWARD]
     specs += [("norm.weight", (d,)), ("norm.bias", (d,))]
     if not config["tied_embeddings"]:
         specs.append(("head.weight", (vocab, d)))

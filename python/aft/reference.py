@@ -204,10 +204,11 @@ class AftMixer(nn.Module):
         self.full_bias = config["full_bias"]
         self.pos_bias_table = modelfile.pos_bias_table(config)
         self.token_shift = config["token_shift"]
-        self.query = nn.Linear(d, d)
-        self.key = nn.Linear(d, self.n_heads if self.kind == "conv" else d)
-        self.value = nn.Linear(d, d)
-        self.output = nn.Linear(d, d)
+        bias = config["linear_bias"]
+        self.query = nn.Linear(d, d, bias=bias)
+        self.key = nn.Linear(d, self.n_heads if self.kind == "conv" else d, bias=bias)
+        self.value = nn.Linear(d, d, bias=bias)
+        self.output = nn.Linear(d, d, bias=bias)
         if self.pos_bias_table:
             self.pos_bias = nn.Parameter(torch.zeros(t_max, t_max))
         elif self.kind == "conv":
@@ -284,15 +285,40 @@ def decay_init(d: int, layer: int, n_layers: int) -> tuple:
     return decay.float(), bonus.float(), tuple(mu.float() for mu in shift)
 
 
-class FeedForward(nn.Module):
-    def __init__(self, config: dict):
-        super().__init__()
-        self.up = nn.Linear(config["d_model"], config["d_ff"])
-        self.down = nn.Linear(config["d_ff"], config["d_model"])
-        self.activation = F.relu if config["activation"] == "relu" else F.gelu  # exact erf GELU
+def relu_squared(x: torch.Tensor) -> torch.Tensor:
+    return torch.square(F.relu(x))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.activation(self.up(x)))
+
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "relu_squared": relu_squared}  # exact GELU
+
+
+class FeedForward(nn.Module):
+    """down(act(up(x))), or with ffn "channel_mix" RWKV-4's channel mixing:
+    sigmoid(gate(x')) * down(act(up(x''))), x' and x'' token-shifted mixes of x and the previous
+    token's x (the caller passes it: zeros before the first token)."""
+
+    def __init__(self, config: dict, layer: int = 0):
+        super().__init__()
+        d, d_ff, bias = config["d_model"], config["d_ff"], config["linear_bias"]
+        self.up = nn.Linear(d, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d, bias=bias)
+        self.activation = ACTIVATION_FUNCTIONS[config["activation"]]
+        self.channel_mix = config["ffn"] == "channel_mix"
+        if self.channel_mix:
+            self.gate = nn.Linear(d, d, bias=bias)
+            # RWKV-4's initial mixes: the key's and the receptance's, both ramp^shallowness.
+            mu = decay_init(d, layer, config["n_layers"])[2][1]
+            self.shift = nn.ParameterDict({name: nn.Parameter(mu.clone())
+                                           for name in modelfile.SHIFTED_FEED_FORWARD})
+
+    def forward(self, x: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        if not self.channel_mix:
+            return self.down(self.activation(self.up(x)))
+        if previous is None:   # x: [B, T, d]; x_{t-1}, zero before the first token
+            previous = torch.cat([torch.zeros_like(x[:, :1]), x[:, :-1]], dim=1)
+        up_in, gate_in = (mu * x + (1 - mu) * previous for mu in
+                          (self.shift[name] for name in modelfile.SHIFTED_FEED_FORWARD))
+        return torch.sigmoid(self.gate(gate_in)) * self.down(self.activation(self.up(up_in)))
 
 
 class Block(nn.Module):
@@ -302,7 +328,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(d, eps=eps)
         self.mixer = AftMixer(config, layer)
         self.norm2 = nn.LayerNorm(d, eps=eps)
-        self.ffn = FeedForward(config)
+        self.ffn = FeedForward(config, layer)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -351,6 +377,8 @@ class AftLM(nn.Module):
         elif c["pos_encoding"] == "sinusoidal":
             self.register_buffer("sinusoidal", sinusoidal_encoding(c["max_seq_len"], c["d_model"]),
                                  persistent=False)
+        if c["embed_norm"]:
+            self.embed_norm = nn.LayerNorm(c["d_model"], eps=c["norm_eps"])
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(Block(c, dropout, layer) for layer in range(c["n_layers"]))
         self.norm = nn.LayerNorm(c["d_model"], eps=c["norm_eps"])
@@ -373,7 +401,7 @@ class AftLM(nn.Module):
             pe = self.sinusoidal if T <= self.sinusoidal.shape[0] else \
                 sinusoidal_encoding(T, self.config["d_model"]).to(x.device)
             x = x + pe[:T]
-        return x
+        return self.embed_norm(x) if self.config["embed_norm"] else x
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens: [B, T] (or [T]) int64 -> logits [B, T, vocab] (or [T, vocab])."""
@@ -409,7 +437,8 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
     head_width = d // heads
 
     def linear(prefix, x):
-        return P[prefix + ".weight"] @ x + P[prefix + ".bias"]
+        y = P[prefix + ".weight"] @ x
+        return y + P[prefix + ".bias"] if c["linear_bias"] else y
 
     def layer_norm(prefix, x):
         mean = x.sum() / d
@@ -419,6 +448,8 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
     def activation(x):
         if c["activation"] == "relu":
             return torch.clamp(x, min=0.0)
+        if c["activation"] == "relu_squared":
+            return torch.clamp(x, min=0.0) ** 2
         return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
     def bias(layer, t, s):
@@ -456,7 +487,7 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
                 angle = pos * math.exp(-2 * i * math.log(10000.0) / d)
                 pe.append(math.sin(angle) if ch % 2 == 0 else math.cos(angle))
             x = x + torch.tensor(pe, dtype=torch.float64)
-        xs.append(x)
+        xs.append(layer_norm("embed_norm", x) if c["embed_norm"] else x)
 
     for layer in range(c["n_layers"]):
         p = f"layers.{layer}."
@@ -484,9 +515,19 @@ def forward_naive(config: dict, state_dict: dict, tokens) -> torch.Tensor:
             assert float(top.abs().max()) < 700, "outside float64's exp range"
             y = torch.sigmoid(q[t]) * num / den
             xs[t] = xs[t] + linear(p + "mixer.output", y)
+        h = [layer_norm(p + "norm2", x) for x in xs]
+        previous = [torch.zeros(d, dtype=torch.float64)] + h[:-1]
         for t in range(T):
-            hidden = activation(linear(p + "ffn.up", layer_norm(p + "norm2", xs[t])))
-            xs[t] = xs[t] + linear(p + "ffn.down", hidden)
+            if c["ffn"] == "mlp":
+                xs[t] = xs[t] + linear(p + "ffn.down", activation(linear(p + "ffn.up", h[t])))
+                continue
+            # channel mixing: mu x_t + (1 - mu) x_{t-1} per product, gated by sigmoid(gate)
+            up_in, gate_in = (P[p + "ffn.shift." + name] * h[t]
+                              + (1 - P[p + "ffn.shift." + name]) * previous[t]
+                              for name in modelfile.SHIFTED_FEED_FORWARD)
+            hidden = activation(linear(p + "ffn.up", up_in))
+            gate = torch.sigmoid(linear(p + "ffn.gate", gate_in))
+            xs[t] = xs[t] + gate * linear(p + "ffn.down", hidden)
 
     head_weight = P["embed.weight"] if c["tied_embeddings"] else P["head.weight"]
     logits = []
@@ -518,7 +559,8 @@ class AftStream:
         self.position = 0
         d = model.config["d_model"]
         self.state = [{"m": torch.full((d,), float("-inf")), "a": torch.zeros(d),
-                       "b": torch.zeros(d), "keys": [], "values": [], "previous": torch.zeros(d)}
+                       "b": torch.zeros(d), "keys": [], "values": [], "previous": torch.zeros(d),
+                       "ffn_previous": torch.zeros(d)}
                       for _ in model.layers]
 
     def _embed(self, token: int) -> torch.Tensor:
@@ -535,7 +577,7 @@ class AftStream:
                 angles = t * torch.exp(-two_i * math.log(10000.0) / c["d_model"])
                 pe = torch.stack([torch.sin(angles), torch.cos(angles)], dim=1).flatten()
                 x = x + pe[: c["d_model"]].to(torch.float32)
-        return x
+        return self.model.embed_norm(x) if c["embed_norm"] else x
 
     def _window_bias(self, mixer: AftMixer, n: int) -> torch.Tensor:
         """w[t, t'] of the last n positions t' = t-n+1..t, as [n, 1] or [n, d] (conv)."""
@@ -591,6 +633,11 @@ class AftStream:
         x = self._embed(int(token))
         for layer, s in zip(self.model.layers, self.state):
             x = x + self._mix(layer.mixer, s, layer.norm1(x))
-            x = x + layer.ffn(layer.norm2(x))
+            h = layer.norm2(x)
+            if layer.ffn.channel_mix:
+                x = x + layer.ffn(h, s["ffn_previous"])
+                s["ffn_previous"] = h
+            else:
+                x = x + layer.ffn(h)
         self.position += 1
         return self.model.head(self.model.norm(x), self.model.embed.weight)

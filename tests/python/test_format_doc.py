@@ -25,7 +25,10 @@ MIXERS = ({**NEUTRAL, "mixer": "simple"},
           {**NEUTRAL, "mixer": "full"},
           {**NEUTRAL, "mixer": "full", "full_bias": "factorized", "bias_rank": 4},
           {**NEUTRAL, "mixer": "decay"},
-          {**NEUTRAL, "mixer": "decay", "token_shift": True})
+          {**NEUTRAL, "mixer": "decay", "token_shift": True},
+          {**NEUTRAL, "mixer": "decay", "token_shift": True, "ffn": "channel_mix",
+           "linear_bias": False, "embed_norm": True},
+          {**NEUTRAL, "mixer": "decay", "ffn": "channel_mix"})
 
 
 def section_rows(heading: str):
@@ -70,7 +73,8 @@ class ConfigTable(unittest.TestCase):
         rows = [(key.strip("`"), kind) for key, kind, _ in section_rows("### `config`")]
         self.assertEqual([key for key, _ in rows], list(modelfile.CONFIG_KEYS))
         options = {"activation": modelfile.ACTIVATIONS, "mixer": modelfile.MIXERS,
-                   "pos_encoding": modelfile.POS_ENCODINGS, "full_bias": modelfile.FULL_BIASES}
+                   "pos_encoding": modelfile.POS_ENCODINGS, "full_bias": modelfile.FULL_BIASES,
+                   "ffn": modelfile.FEED_FORWARDS}
         for key, kind in rows:
             if key in options:
                 self.assertEqual(tuple(re.findall(r'`"([^"]+)"`', kind)), options[key], key)
