@@ -88,6 +88,21 @@ class ReferenceTest(unittest.TestCase):
         self.assertGreater(relative_error(other, whole), 0.1)
 
 
+class MappingTest(Case):
+    """The imported config and tensors mean RWKV-4 to the aft family's own reference
+    (aft.reference.forward_naive, from docs/format.md's definitions): the mapping, without the engine."""
+
+    def test_aft_reference_of_the_import_is_rwkv4(self):
+        state_dict = checkpoint()
+        config, tensors, _ = rwkv4.read_checkpoint(self.save(state_dict))
+        from aft import reference
+        aft_logits = reference.forward_naive(config, {name: torch.from_numpy(value) for name, value in
+                                                       tensors.items()}, TOKENS).numpy()
+        rwkv_logits = rwkv4_reference.logits(support.as_numpy(state_dict), TOKENS)
+        # float64 both; the decay's float32 round trip (an ulp of exp(time_decay)) is the difference
+        self.assertLess(relative_error(aft_logits, rwkv_logits), 1e-7)  # 4.8e-9 seen
+
+
 class SameTensorsTest(Case):
     """Both inputs of the same weights give the same config and the same tensor bytes."""
 
