@@ -43,6 +43,10 @@ MODELS = {
     "decay_shift": (config(mixer="decay", token_shift=True, vocab_size=256), {"type": "byte"},
                     "f32"),
     "decay_q8_0": (config(mixer="decay", d_model=32, d_ff=32), CHARS, "q8_0"),
+    "rwkv4_q8_0": (config(mixer="decay", token_shift=True, ffn="channel_mix",
+                          activation="relu_squared", linear_bias=False, embed_norm=True,
+                          tied_embeddings=False, d_model=32, d_ff=64, vocab_size=256),
+                   {"type": "byte"}, "q8_0"),
 }
 
 
@@ -79,7 +83,7 @@ def main() -> None:
     for name, text in texts.items():
         write("tokenizer", name, text)
 
-    for fixture in ("simple", "local", "conv", "full_table", "decay_shift"):
+    for fixture in ("simple", "local", "conv", "full_table", "decay_shift", "rwkv4"):
         with aft.Model(REPO / f"tests/fixtures/{fixture}.aft") as model, \
                 aft.Session(model, n_threads=1) as session:
             write("state", f"{fixture}_0", session.state())
