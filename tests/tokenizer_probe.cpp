@@ -4,6 +4,8 @@
 //   tokenizer_probe DESCRIPTION.json TEXTS.json  TEXTS a JSON array of hex strings (the texts'
 //     bytes); prints a JSON array with, for each text, its ids or {"error": message}, then
 //     "pieces": every token's bytes as hex.
+//   tokenizer_probe --nfc TEXTS.json  TEXTS a JSON array of arrays of code points; prints their
+//     NFC, and each one's classes (L, N, S for white space, or -), as JSON.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,7 @@
 
 #include "engine/format/error.h"
 #include "engine/format/tokenizer.h"
+#include "engine/format/unicode.h"
 
 namespace {
 
@@ -48,6 +51,22 @@ int main(int argc, char** argv) {
   if (argc != 2 && argc != 3) {
     std::fprintf(stderr, "usage: tokenizer_probe DESCRIPTION.json [TEXTS.json]\n");
     return 2;
+  }
+  if (std::string(argv[1]) == "--nfc" && argc == 3) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& text : read_json(argv[2])) {
+      out["nfc"].push_back(aft::unicode::nfc(text.get<std::vector<uint32_t>>()));
+    }
+    std::string classes;
+    for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+      classes.push_back(aft::unicode::is_letter(cp)       ? 'L'
+                        : aft::unicode::is_number(cp)     ? 'N'
+                        : aft::unicode::is_whitespace(cp) ? 'S'
+                                                          : '-');
+    }
+    out["classes"] = classes;
+    std::cout << out.dump() << "\n";
+    return 0;
   }
   const nlohmann::json description = read_json(argv[1]);
   try {

@@ -242,6 +242,42 @@ class ConverterRefusals(unittest.TestCase):
         self.assertEqual(description, {"type": "world", "vocab": [None, "61", "c3a92078", "ff00"]})
 
 
+class UnicodeMatchesPython(unittest.TestCase):
+    """The engine's NFC and character classes against unicodedata (the tables' source; the
+    version may differ from the Python running this: only characters of both are compared)."""
+
+    def test_nfc_and_classes(self):
+        path = os.environ.get("AFT_TOKENIZER_PROBE")
+        if not path:
+            raise unittest.SkipTest("AFT_TOKENIZER_PROBE is not set (ctest sets it)")
+        every = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
+        texts = [every]
+        # Each character followed by combining marks out of order, and Hangul jamo sequences.
+        marks = [0x0323, 0x0302, 0x031B, 0x0301, 0x0345, 0x0308]
+        texts += [[cp] + marks for cp in range(0x20, 0x3000)]
+        texts += [[0x1100 + l, 0x1161 + v, 0x11A7 + t] for l in range(0, 19, 3)
+                  for v in range(0, 21, 4) for t in range(0, 28, 5)]
+        with tempfile.TemporaryDirectory() as tmp:
+            texts_path = pathlib.Path(tmp) / "texts.json"
+            texts_path.write_text(json.dumps(texts))
+            out = json.loads(subprocess.run([path, "--nfc", str(texts_path)], check=True,
+                                            capture_output=True, text=True).stdout)
+        for text, found in zip(texts, out["nfc"]):
+            expected = [ord(c) for c in unicodedata.normalize("NFC", "".join(map(chr, text)))]
+            if found != expected:
+                diff = next(i for i, (a, b) in enumerate(zip(found + [-1], expected + [-1]))
+                            if a != b)
+                self.fail(f"NFC differs at {diff}: engine {found[diff:diff + 4]}, Python "
+                          f"{expected[diff:diff + 4]}")
+        white = {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
+                 0x2028, 0x2029, 0x202F, 0x205F, 0x3000}
+        for cp, found in enumerate(out["classes"]):
+            category = unicodedata.category(chr(cp))
+            expected = ("L" if category[0] == "L" else "N" if category[0] == "N"
+                        else "S" if cp in white else "-")
+            self.assertEqual(found, expected, f"U+{cp:04X} ({category})")
+
+
 def small_bpe() -> dict:
     return {"type": "bpe", "normalizer": "nfc", "pre_tokenizer": "gpt2",
             "vocab": ["<|endoftext|>", "a", "b", "ab", None, "Ġ"],
