@@ -4,7 +4,9 @@ downloaded: gpt_neox_like.tokenizer.json, a byte-level BPE in GPT-NeoX-20B's tok
 (NFC, ByteLevel without a prefix space, <|endoftext|> 0 and <|padding|> 1, the byte alphabet, a
 run of spaces as a normalized added token) whose merges are learned here on Debian's licence
 texts, and world_vocab.txt, an RWKV World vocabulary (rwkv_vocab_v20230424.txt's format) of every
-byte, frequent words, multi-byte characters and byte strings that are not UTF-8.
+byte, frequent words, multi-byte characters and byte strings that are not UTF-8; and both as the
+model file's tokenizer descriptions (*.description.json, by aft.tokenizers), which the fuzz target
+fuzz_tokenizer loads.
 
     /usr/bin/python3 tests/make_tokenizer_fixtures.py
 """
@@ -12,6 +14,7 @@ import collections
 import json
 import pathlib
 import re
+import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "fixtures" / "tokenizers"
@@ -126,7 +129,14 @@ def main():
         json.dumps(neox_tokenizer_json(merges), ensure_ascii=False, indent=1) + "\n",
         encoding="utf-8")
     (OUT / "world_vocab.txt").write_text(world_vocab(text), encoding="utf-8")
-    print(f"{OUT}: {len(merges)} merges; world vocabulary written")
+    sys.path.insert(0, str(HERE.parent / "python"))
+    from aft import tokenizers
+    for name, source in (("gpt_neox_like", "gpt_neox_like.tokenizer.json"),
+                         ("world", "world_vocab.txt")):
+        description = tokenizers.tokenizer_from_file(OUT / source)
+        (OUT / f"{name}.description.json").write_text(
+            json.dumps(description, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{OUT}: {len(merges)} merges; world vocabulary and descriptions written")
 
 
 if __name__ == "__main__":
