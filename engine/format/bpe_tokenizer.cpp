@@ -33,15 +33,6 @@ std::string hex_byte(unsigned b) {
   return buf;
 }
 
-bool valid_utf8(std::string_view text) {
-  for (std::size_t pos = 0; pos < text.size();) {
-    const DecodedChar c = decode_utf8(text, pos);
-    if (c.length == 0) return false;
-    pos += c.length;
-  }
-  return true;
-}
-
 // The code points of valid UTF-8.
 std::vector<uint32_t> code_points(std::string_view text) {
   std::vector<uint32_t> cps;
@@ -222,7 +213,7 @@ BpeTokenizer BpeTokenizer::from_json(const json& d, const std::string& where) {
              std::to_string(it->second) + "]");
       }
       std::string text = content->get<std::string>();
-      if (!valid_utf8(text)) fail(slot + ".content: is not valid UTF-8");
+      if (invalid_utf8_at(text) != text.size()) fail(slot + ".content: is not valid UTF-8");
       tok.pieces_[static_cast<std::size_t>(value)] = text;
       const auto normalized = a.find("normalized");
       if (normalized != a.end() && !normalized->is_boolean()) {
@@ -243,25 +234,30 @@ BpeTokenizer BpeTokenizer::from_json(const json& d, const std::string& where) {
   return tok;
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
-  for (std::size_t pos = 0; pos < text.size();) {
-    const DecodedChar c = decode_utf8(text, pos);
-    if (c.length == 0) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x",
-                    static_cast<unsigned>(static_cast<uint8_t>(text[pos])));
-      throw Error(AFT_ERR_TOKENIZE, "text is not valid UTF-8: byte " + std::string(buf) +
-                                        " at byte " + std::to_string(pos) +
-                                        " does not start a well-formed character");
+template <typename OnText>
+void BpeTokenizer::AddedTrie::split(std::string_view text, std::vector<int32_t>& out,
+                                    const OnText& on_text) const {
+  std::size_t start = 0;
+  for (std::size_t pos = 0; pos < text.size() && !empty();) {
+    const auto [token, length] = match(text, pos);
+    if (token < 0) {
+      ++pos;
+      continue;
     }
-    pos += c.length;
+    if (pos > start) on_text(text.substr(start, pos - start));
+    out.push_back(token);
+    pos += length;
+    start = pos;
   }
+  if (start < text.size()) on_text(text.substr(start));
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
+  const std::size_t invalid = invalid_utf8_at(text);
+  if (invalid != text.size()) throw Error(AFT_ERR_TOKENIZE, invalid_utf8_message(text, invalid));
   std::vector<int32_t> out;
   // Added tokens that match the text as written, then the text between them normalized.
-  std::size_t start = 0;
-  const auto flush = [&](std::size_t end) {
-    if (end == start) return;
-    const std::string_view span = text.substr(start, end - start);
+  raw_added_.split(text, out, [&](std::string_view span) {
     if (!nfc_) {
       encode_normalized(span, out);
       return;
@@ -269,48 +265,20 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
     std::string normalized;
     for (const uint32_t cp : unicode::nfc(code_points(span))) append_utf8(normalized, cp);
     encode_normalized(normalized, out);
-  };
-  for (std::size_t pos = 0; pos < text.size();) {
-    const auto [token, length] =
-        raw_added_.empty() ? std::pair<int32_t, std::size_t>{-1, 0} : raw_added_.match(text, pos);
-    if (token < 0) {
-      ++pos;
-      continue;
-    }
-    flush(pos);
-    out.push_back(token);
-    pos += length;
-    start = pos;
-  }
-  flush(text.size());
+  });
   return out;
 }
 
 void BpeTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>& out) const {
-  std::size_t start = 0;
-  const auto split = [&](std::size_t end) {
-    if (end == start) return;
-    const std::vector<uint32_t> cps = code_points(text.substr(start, end - start));
+  normalized_added_.split(text, out, [&](std::string_view span) {
+    const std::vector<uint32_t> cps = code_points(span);
     std::string word;
-    for (const auto& [begin, stop] : gpt2_split(cps)) {
+    for (const auto& [begin, end] : gpt2_split(cps)) {
       word.clear();
-      for (std::size_t i = begin; i < stop; ++i) append_utf8(word, cps[i]);
+      for (std::size_t i = begin; i < end; ++i) append_utf8(word, cps[i]);
       encode_word(word, out);
     }
-  };
-  for (std::size_t pos = 0; pos < text.size();) {
-    const auto [token, length] = normalized_added_.empty() ? std::pair<int32_t, std::size_t>{-1, 0}
-                                                           : normalized_added_.match(text, pos);
-    if (token < 0) {
-      ++pos;
-      continue;
-    }
-    split(pos);
-    out.push_back(token);
-    pos += length;
-    start = pos;
-  }
-  split(text.size());
+  });
 }
 
 void BpeTokenizer::encode_word(const std::string& bytes, std::vector<int32_t>& out) const {

@@ -37,6 +37,9 @@ class BpeTokenizer {
     // The longest added token at text[pos]: {token, length}, or {-1, 0}.
     std::pair<int32_t, std::size_t> match(std::string_view text, std::size_t pos) const;
     bool empty() const { return nodes.size() == 1; }
+    // The text cut at the added tokens: on_text(span) for the text between them, their ids to out.
+    template <typename OnText>
+    void split(std::string_view text, std::vector<int32_t>& out, const OnText& on_text) const;
   };
   struct Merge {
     int32_t rank, result;

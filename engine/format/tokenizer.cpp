@@ -130,14 +130,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   }
   for (std::size_t pos = 0; pos < text.size();) {
     const DecodedChar c = decode_utf8(text, pos);
-    if (c.length == 0) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x",
-                    static_cast<unsigned>(static_cast<uint8_t>(text[pos])));
-      throw Error(AFT_ERR_TOKENIZE, "text is not valid UTF-8: byte " + std::string(buf) +
-                                        " at byte " + std::to_string(pos) +
-                                        " does not start a well-formed character");
-    }
+    if (c.length == 0) throw Error(AFT_ERR_TOKENIZE, invalid_utf8_message(text, pos));
     const auto it = code_point_to_token_.find(c.code_point);
     if (it == code_point_to_token_.end()) {
       throw Error(AFT_ERR_TOKENIZE,

@@ -98,14 +98,7 @@ aft::Tokenizer load_description(const char* name) {
   return aft::Tokenizer::from_json(nlohmann::json::parse(text.str()), path);
 }
 
-bool valid_utf8(const std::string& text) {
-  for (std::size_t pos = 0; pos < text.size();) {
-    const aft::DecodedChar c = aft::decode_utf8(text, pos);
-    if (c.length == 0) return false;
-    pos += c.length;
-  }
-  return true;
-}
+bool valid_utf8(const std::string& text) { return aft::invalid_utf8_at(text) == text.size(); }
 
 std::string decode(const aft::Tokenizer& t, const std::vector<int32_t>& tokens) {
   std::string text;
