@@ -278,6 +278,33 @@ class UnicodeMatchesPython(unittest.TestCase):
             self.assertEqual(found, expected, f"U+{cp:04X} ({category})")
 
 
+class ModelFileRoundTrip(unittest.TestCase):
+    """aft.modelfile writes and reads files with the converted tokenizers, and holds their size to
+    config.vocab_size."""
+
+    def test_write_and_read(self):
+        import numpy as np
+        from aft import modelfile
+        for path in (NEOX, WORLD):
+            description = tokenizers.tokenizer_from_file(path)
+            size = tokenizers.tokenizer_size(description) + 3
+            description = tokenizers.pad_tokenizer(description, size)
+            config = {"vocab_size": size, "d_model": 8, "n_layers": 1, "d_ff": 8,
+                      "activation": "gelu", "mixer": "simple", "window": 0, "n_heads": 1,
+                      "full_bias": "table", "bias_rank": 0, "max_seq_len": 16,
+                      "pos_encoding": "none", "embed_scale": 1.0, "tied_embeddings": True,
+                      "head_bias": False, "norm_eps": 1e-5, "token_shift": False}
+            tensors = [(name, np.zeros(shape, np.float32))
+                       for name, shape in modelfile.expected_tensors(config)]
+            with tempfile.TemporaryDirectory() as tmp:
+                out = pathlib.Path(tmp) / "m.aft"
+                modelfile.write_file(out, config, description, tensors)
+                self.assertEqual(modelfile.read_file(out).tokenizer, description)
+                with self.assertRaisesRegex(FormatError, "tokens, but config.vocab_size is"):
+                    modelfile.write_file(out, {**config, "vocab_size": size + 1}, description,
+                                         tensors)
+
+
 def small_bpe() -> dict:
     return {"type": "bpe", "normalizer": "nfc", "pre_tokenizer": "gpt2",
             "vocab": ["<|endoftext|>", "a", "b", "ab", None, "Ġ"],
