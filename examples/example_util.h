@@ -36,13 +36,25 @@ static inline int32_t* tokenize_text(const aft_model* model, const char* text, s
   return tokens;
 }
 
-/* Writes a token's bytes to stdout (a byte or one UTF-8 character: 4 bytes at most). */
+/* Writes a token's bytes to stdout. A BPE or World token may be long: a short buffer first, then
+ * one of the size reported. (Its bytes may be part of a character; aft_detokenizer, which aft-run
+ * uses, prints whole characters only.) */
 static inline int print_token(const aft_model* model, int32_t token) {
-  char piece[8];
+  char piece[16];
   size_t length = 0;
-  if (failed(aft_token_to_text(model, token, piece, sizeof(piece), &length), "decoding a token")) {
-    return 1;
+  aft_status status = aft_token_to_text(model, token, piece, sizeof(piece), &length);
+  if (status == AFT_ERR_BUFFER_TOO_SMALL) {
+    char* long_piece = malloc(length);
+    if (!long_piece) {
+      fprintf(stderr, "decoding a token: out of memory\n");
+      return 1;
+    }
+    status = aft_token_to_text(model, token, long_piece, length, &length);
+    if (status == AFT_OK) fwrite(long_piece, 1, length, stdout);
+    free(long_piece);
+    return failed(status, "decoding a token");
   }
+  if (failed(status, "decoding a token")) return 1;
   fwrite(piece, 1, length, stdout);
   return 0;
 }

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <string>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "model_file_writer.h"
@@ -39,6 +41,12 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   ASSERT_TRUE(j.is_object());
   EXPECT_TRUE(j["limits"].is_null());
   EXPECT_GT(j["model"]["n_matmul_parameters"].get<int64_t>(), 0);
+  // The fixture's file size, and its state: 2 layers' sums (3 x 32 doubles) and frames (32
+  // floats) and the blob's headers; AFT-simple keeps no rows.
+  EXPECT_EQ(j["model"]["file_bytes"].get<uint64_t>(),
+            std::filesystem::file_size(std::string(AFT_FIXTURES_DIR) + "/simple.aft"));
+  EXPECT_GT(j["model"]["resident_bytes"].get<uint64_t>(), j["model"]["file_bytes"].get<uint64_t>());
+  EXPECT_EQ(j["model"]["state_bytes"].get<uint64_t>(), 32u + 2 * (16 + 3 * 32 * 8 + 32 * 4) + 8);
   EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
   EXPECT_EQ(j["matmul"].get<std::string>().rfind("oneDNN ", 0), 0u) << j["matmul"];
   ASSERT_EQ(j["results"].size(), 2u);

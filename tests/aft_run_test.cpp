@@ -7,6 +7,7 @@
 #include <iterator>
 #include <string>
 
+#include "engine/format/utf8.h"
 #include "model_file_writer.h"
 #include "run_command.h"
 
@@ -53,6 +54,27 @@ TEST_F(AftRun, PromptFromAFile) {
   const Result r = run(model() + " -f " + quote(prompt.path()) + " -n 2 --temp 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 2), "ba");
+}
+
+// A World vocabulary whose tokens are parts of characters: whatever the model samples, the output
+// is whole characters (a split character held until complete, the rest as U+FFFD).
+TEST(AftRunWorld, PrintsOnlyWholeCharacters) {
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 6;
+  const nlohmann::json tokenizer = {{"type", "world"},
+                                    {"vocab", {nullptr, "61", "e4b8", "ad", "e4", "b8"}}};
+  TempFile model;
+  write_model_file(model.path(), config, tokenizer, random_tensors(config, 9, 2.0f));
+  for (const char* seed : {"1", "2", "3"}) {
+    const Result r = run(quote(model.path()) + " -p a -n 60 --temp 2 -s " + seed);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (std::size_t pos = 0; pos < r.out.size();) {
+      const aft::DecodedChar c = aft::decode_utf8(r.out, pos);
+      ASSERT_GT(c.length, 0u) << "invalid UTF-8 at byte " << pos << " of the output";
+      pos += c.length;
+    }
+    EXPECT_EQ(r.out.back(), '\n');
+  }
 }
 
 TEST_F(AftRun, StopsAtTheModelsPositionLimit) {

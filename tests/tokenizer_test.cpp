@@ -143,9 +143,11 @@ TEST(TokenizerFromJson, EntryNotOneCodePoint) {
 TEST(TokenizerFromJson, MalformedDescriptions) {
   expect_bad_vocab(json::array(), {": expected an object, found an array"});
   expect_bad_vocab(json{{"vocab", {"a"}}}, {": missing key \"type\""});
-  expect_bad_vocab(json{{"type", "bpe"}},
-                   {".type: expected \"byte\" or \"char\", found string \"bpe\""});
-  expect_bad_vocab(json{{"type", 1}}, {".type: expected \"byte\" or \"char\", found 1"});
+  expect_bad_vocab(json{{"type", "wordpiece"}},
+                   {".type: expected \"byte\", \"char\", \"bpe\" or \"world\", found string "
+                    "\"wordpiece\""});
+  expect_bad_vocab(json{{"type", 1}}, {".type: expected \"byte\", \"char\", \"bpe\" or \"world\", "
+                                       "found 1"});
   expect_bad_vocab(json{{"type", "char"}}, {"missing key \"vocab\""});
   expect_bad_vocab(json{{"type", "char"}, {"vocab", "abc"}},
                    {".vocab: expected an array of strings, found string \"abc\""});

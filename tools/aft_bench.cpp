@@ -92,6 +92,8 @@ int run(const Options& o) {
                                   : report.weight_dtype == "q8_0" ? 36.0 / 32.0
                                                                   : 4.0;
   report.matmul_weight_bytes = bytes_per_weight * static_cast<double>(info.n_matmul_parameters);
+  progress.show("measuring the model's memory");
+  report.footprint = model.footprint(0);
 
   std::optional<Probes> probes;
   if (o.limits) {

@@ -167,12 +167,43 @@ void write_out(const char* text, size_t length) {
   }
 }
 
-void print_token(const aft_model* model, int32_t token) {
-  char piece[8];
-  size_t length = 0;
-  check(aft_token_to_text(model, token, piece, sizeof(piece), &length), "decoding a token");
-  write_out(piece, length);
-}
+// Tokens printed as whole characters (aft_detokenizer): a character whose bytes span tokens is
+// printed once complete, bytes that cannot form one as U+FFFD.
+class TokenPrinter {
+ public:
+  explicit TokenPrinter(const aft_model* model) {
+    aft_detokenizer* raw = nullptr;
+    check(aft_detokenizer_create(model, &raw), "creating a detokenizer");
+    detokenizer_.reset(raw);
+  }
+  void token(int32_t token) {
+    print([&](size_t* length) {
+      return aft_detokenizer_push(detokenizer_.get(), token, text_.data(), text_.size(), length);
+    });
+  }
+  // The end of the text: an unfinished character's bytes.
+  void finish() {
+    print([&](size_t* length) {
+      return aft_detokenizer_flush(detokenizer_.get(), text_.data(), text_.size(), length);
+    });
+  }
+
+ private:
+  template <typename Call>
+  void print(const Call& call) {
+    size_t length = 0;
+    aft_status status = call(&length);
+    if (status == AFT_ERR_BUFFER_TOO_SMALL) {  // a long token: nothing consumed, again with room
+      text_.resize(length);
+      status = call(&length);
+    }
+    check(status, "decoding a token");
+    write_out(text_.data(), length);
+  }
+
+  cli::Detokenizer detokenizer_;
+  std::vector<char> text_ = std::vector<char>(64);
+};
 
 // The sequence's state (what aft_session_state_save writes) and a save + restore round trip.
 void report_state(aft_session* session) {
@@ -253,12 +284,13 @@ int run(const Options& options) {
   // Echoed once evaluated: a prompt the model refuses (past its positions) is not printed first.
   write_out(prompt.data(), prompt.size());
 
+  TokenPrinter printer(model.get());
   long long generated = 0;
   double decode_ms = 0.0;
   while (generated < options.n_predict) {
     int32_t token = 0;
     check(aft_sampler_sample(sampler.get(), logits.data(), logits.size(), &token), "sampling");
-    print_token(model.get(), token);
+    printer.token(token);
     ++generated;
     if (generated == options.n_predict) break;
     if (info.max_positions > 0 && aft_session_position(session.get()) >= info.max_positions) {
@@ -270,6 +302,7 @@ int run(const Options& options) {
     check(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, logits.data()), "generating");
     decode_ms += ms_since(step_start);
   }
+  printer.finish();
   write_out("\n", 1);  // flushed: the text ends before the summary starts on a shared terminal
 
   const long long decoded = generated > 0 ? generated - 1 : 0;

@@ -11,7 +11,18 @@ packages=(
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
   python3-distributed  # examples/dask_eval.py
   python3-venv python3-wheel  # tests/install_test.sh: pip installs the package in a venv, offline
+  nodejs npm  # tests/node: Hugging Face's tokenizer, the BPE tokenizer's reference
 )
+
+# The pinned @huggingface/tokenizers of tests/node/package-lock.json (the registry is needed once).
+node_reference() {
+  local here
+  here="$(cd "$(dirname "$0")/.." && pwd)"
+  if [ ! -d "$here/tests/node/node_modules/@huggingface/tokenizers" ]; then
+    echo "install-deps: npm ci in tests/node"
+    (cd "$here/tests/node" && npm ci --no-audit --no-fund)
+  fi
+}
 
 missing=()
 for package in "${packages[@]}"; do
@@ -20,6 +31,7 @@ for package in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
+  node_reference
   exit 0
 fi
 
@@ -28,3 +40,4 @@ sudo=""
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -q
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+node_reference

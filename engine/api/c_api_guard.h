@@ -9,6 +9,7 @@
 
 #include "aft.h"
 #include "engine/format/error.h"
+#include "engine/format/utf8_stream.h"
 #include "models/aft/model.h"
 #include "sampler.h"
 #include "session.h"
@@ -21,6 +22,10 @@ struct aft_session {
 };
 struct aft_sampler {
   std::unique_ptr<aft::Sampler> sampler;
+};
+struct aft_detokenizer {
+  const aft::Model* model;
+  aft::Utf8Stream stream;
 };
 
 namespace aft::capi {

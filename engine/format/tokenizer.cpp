@@ -44,18 +44,30 @@ Tokenizer Tokenizer::from_json(const json& description, const std::string& where
   if (!description.is_object()) fail(": expected an object, found " + describe(description));
   const auto type = description.find("type");
   if (type == description.end()) fail(": missing key \"type\"");
+  Tokenizer tok;
+  if (*type == "bpe") {
+    tok.kind_ = Kind::kBpe;
+    tok.bpe_ = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_json(description, where));
+    return tok;
+  }
+  if (*type == "world") {
+    tok.kind_ = Kind::kWorld;
+    tok.world_ =
+        std::make_shared<const WorldTokenizer>(WorldTokenizer::from_json(description, where));
+    return tok;
+  }
   const bool is_byte = *type == "byte";
   if (!is_byte && *type != "char") {
-    fail(".type: expected \"byte\" or \"char\", found " + describe(*type));
+    fail(".type: expected \"byte\", \"char\", \"bpe\" or \"world\", found " + describe(*type));
   }
 
-  Tokenizer tok;
   if (is_byte) {
     tok.byte_level_ = true;
     for (int b = 0; b < 256; ++b) tok.pieces_.emplace_back(1, static_cast<char>(b));
     return tok;
   }
 
+  tok.kind_ = Kind::kChar;
   tok.byte_level_ = false;
   const auto vocab = description.find("vocab");
   if (vocab == description.end()) fail(": missing key \"vocab\" (a \"char\" tokenizer needs one)");
@@ -87,7 +99,29 @@ Tokenizer Tokenizer::from_json(const json& description, const std::string& where
   return tok;
 }
 
+std::size_t Tokenizer::vocab_size() const {
+  if (bpe_) return bpe_->vocab_size();
+  if (world_) return world_->vocab_size();
+  return pieces_.size();
+}
+
+const char* Tokenizer::kind() const {
+  switch (kind_) {
+    case Kind::kByte:
+      return "byte";
+    case Kind::kChar:
+      return "char";
+    case Kind::kBpe:
+      return "bpe";
+    case Kind::kWorld:
+      return "world";
+  }
+  return "byte";
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  if (bpe_) return bpe_->encode(text);
+  if (world_) return world_->encode(text);
   std::vector<int32_t> tokens;
   if (byte_level_) {
     tokens.reserve(text.size());
@@ -96,14 +130,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   }
   for (std::size_t pos = 0; pos < text.size();) {
     const DecodedChar c = decode_utf8(text, pos);
-    if (c.length == 0) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x",
-                    static_cast<unsigned>(static_cast<uint8_t>(text[pos])));
-      throw Error(AFT_ERR_TOKENIZE, "text is not valid UTF-8: byte " + std::string(buf) +
-                                        " at byte " + std::to_string(pos) +
-                                        " does not start a well-formed character");
-    }
+    if (c.length == 0) throw Error(AFT_ERR_TOKENIZE, invalid_utf8_message(text, pos));
     const auto it = code_point_to_token_.find(c.code_point);
     if (it == code_point_to_token_.end()) {
       throw Error(AFT_ERR_TOKENIZE,
@@ -117,11 +144,14 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 }
 
 const std::string& Tokenizer::piece(int32_t token) const {
-  if (token < 0 || static_cast<std::size_t>(token) >= pieces_.size()) {
+  const std::size_t size = vocab_size();
+  if (token < 0 || static_cast<std::size_t>(token) >= size) {
     throw Error(AFT_ERR_OUT_OF_RANGE, "token " + std::to_string(token) +
                                           " is outside the vocabulary (size " +
-                                          std::to_string(pieces_.size()) + ")");
+                                          std::to_string(size) + ")");
   }
+  if (bpe_) return bpe_->piece(token);
+  if (world_) return world_->piece(token);
   return pieces_[static_cast<std::size_t>(token)];
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace aft {
@@ -45,6 +46,45 @@ inline DecodedChar decode_utf8(std::string_view text, std::size_t pos) {
     cp = cp << 6 | (b & 0x3Fu);
   }
   return {cp, length};
+}
+
+// The offset of the first byte that does not start a well-formed character, or text.size() if
+// the text is valid UTF-8.
+inline std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const DecodedChar c = decode_utf8(text, pos);
+    if (c.length == 0) break;
+    pos += c.length;
+  }
+  return pos;
+}
+
+// "text is not valid UTF-8: byte 0xff at byte 3 does not start a well-formed character".
+inline std::string invalid_utf8_message(std::string_view text, std::size_t pos) {
+  static const char digits[] = "0123456789abcdef";
+  const auto b = static_cast<uint8_t>(text[pos]);
+  return std::string("text is not valid UTF-8: byte 0x") + digits[b >> 4] + digits[b & 15] +
+         " at byte " + std::to_string(pos) + " does not start a well-formed character";
+}
+
+// Appends the UTF-8 bytes of a code point (a valid one: below 0x110000, not a surrogate).
+inline void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | cp >> 6));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | cp >> 12));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | cp >> 18));
+    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
 }
 
 }  // namespace aft

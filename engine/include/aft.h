@@ -104,7 +104,7 @@ void aft_model_free(aft_model* model);
 
 typedef struct aft_model_info {
   const char* mixer;     /* "simple", "local", "conv", "full" or "decay" */
-  const char* tokenizer; /* "byte" or "char" */
+  const char* tokenizer; /* "byte", "char", "bpe" (byte-level BPE) or "world" (RWKV World) */
   int32_t vocab_size;
   int32_t d_model;
   int32_t n_layers;
@@ -141,10 +141,34 @@ const char* aft_model_metadata_get(const aft_model* model, const char* key);
 aft_status aft_tokenize(const aft_model* model, const char* text, size_t text_len, int32_t* tokens,
                         size_t capacity, size_t* n_tokens);
 
-/* The bytes of one token (a byte for byte-level models, a UTF-8 character for character models),
- * written to text without a terminating NUL; *text_len receives their number. Same buffer rule. */
+/* The bytes of one token (a byte for byte models, a UTF-8 character for character models, any
+ * number of bytes for "bpe" and "world" models, none for an id with no token such as a World
+ * model's end of text), written to text without a terminating NUL; *text_len receives their
+ * number. Same buffer rule: a BPE token can be long, so ask for the size first or retry. A token's
+ * bytes may be part of a character; aft_detokenizer gives whole characters. */
 aft_status aft_token_to_text(const aft_model* model, int32_t token, char* text, size_t capacity,
                              size_t* text_len);
+
+/* Tokens to text for printing as they come: the output is always valid UTF-8. A character whose
+ * bytes span tokens is held until its last byte arrives; bytes that cannot form a character are
+ * replaced by U+FFFD (one per maximal ill-formed sequence) once that is certain. The model must
+ * outlive the detokenizer; one thread at a time uses a detokenizer. */
+typedef struct aft_detokenizer aft_detokenizer;
+
+aft_status aft_detokenizer_create(const aft_model* model, aft_detokenizer** detokenizer);
+void aft_detokenizer_free(aft_detokenizer* detokenizer); /* accepts NULL */
+
+/* Adds a token; the text now complete goes to text (no NUL), its length to *text_len (possibly 0).
+ * If it exceeds capacity, AFT_ERR_BUFFER_TOO_SMALL: nothing is written and the token is not
+ * consumed (push it again with a larger buffer; *text_len says how large). 3 x (the token's
+ * bytes + 3) always suffices. An id outside the vocabulary: AFT_ERR_OUT_OF_RANGE, nothing
+ * consumed. */
+aft_status aft_detokenizer_push(aft_detokenizer* detokenizer, int32_t token, char* text,
+                                size_t capacity, size_t* text_len);
+/* Ends the text: held bytes of an unfinished character come out as U+FFFD (3 bytes at most), and
+ * the detokenizer starts afresh. Same buffer rule. */
+aft_status aft_detokenizer_flush(aft_detokenizer* detokenizer, char* text, size_t capacity,
+                                 size_t* text_len);
 
 /* ---- Session: the state of one sequence ----------------------------------------------------- */
 

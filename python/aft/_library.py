@@ -92,6 +92,10 @@ PROTOTYPES = {
     "aft_model_metadata_get": (c_char_p, [_handle, c_char_p]),
     "aft_tokenize": (_status, [_handle, c_char_p, c_size_t, POINTER(c_int32), c_size_t, _size_p]),
     "aft_token_to_text": (_status, [_handle, c_int32, POINTER(c_char), c_size_t, _size_p]),
+    "aft_detokenizer_create": (_status, [_handle, POINTER(_handle)]),
+    "aft_detokenizer_free": (None, [_handle]),
+    "aft_detokenizer_push": (_status, [_handle, c_int32, POINTER(c_char), c_size_t, _size_p]),
+    "aft_detokenizer_flush": (_status, [_handle, POINTER(c_char), c_size_t, _size_p]),
     "aft_session_default_params": (SessionParams, []),
     "aft_session_create": (_status, [_handle, POINTER(SessionParams), POINTER(_handle)]),
     "aft_session_free": (None, [_handle]),
@@ -121,6 +125,8 @@ OPTIONAL = frozenset({
     "aft_model_metadata_get",
     "aft_session_set_threads", "aft_session_threads", "aft_session_set_abort_callback",
     "aft_batch_decode", "aft_sampler_accept", "aft_sampler_reset",
+    "aft_detokenizer_create", "aft_detokenizer_free", "aft_detokenizer_push",
+    "aft_detokenizer_flush",
 })
 
 

@@ -7,6 +7,7 @@
         --set bias_rank=16 --mixer full --out tiny-full.aft
     /usr/bin/python3 tools/aft_export.py --random --preset enwik8 --mixer decay --token-shift \\
         --out enwik8-decay.aft
+    /usr/bin/python3 tools/aft_export.py --random --preset rwkv4-169m --dtype q8_0 --out rwkv4.aft
     # a checkpoint of tools/aft_train.py ({"config", "model", "tokenizer"})
     /usr/bin/python3 tools/aft_export.py --checkpoint run/checkpoint.pt --out model.aft
     # the linear layers' weights in 8 bits (or bf16); everything else stays f32
@@ -30,11 +31,23 @@ from .modelfile import FormatError
 
 PRODUCER = "aft-export"
 
-# The reference configurations of docs/benchmarks.md (labml's tiny Shakespeare model shape and
-# the paper's Enwik8 shape); --mixer swaps the AFT variant, keeping the shape.
+# RWKV-4's block (docs/models.md, "Running RWKV-4 models"): what tools/aft_import_rwkv.py writes.
+RWKV4_BLOCK = {"mixer": "decay", "token_shift": True, "ffn": "channel_mix",
+               "activation": "relu_squared", "linear_bias": False, "embed_norm": True,
+               "pos_encoding": "none", "embed_scale": 1.0, "tied_embeddings": False,
+               "head_bias": False, "norm_eps": 1e-5, "max_seq_len": 1024}
+# The reference configurations of docs/benchmarks.md (labml's tiny Shakespeare model shape, the
+# paper's Enwik8 shape, and the public RWKV-4 Pile shapes with GPT-NeoX's vocabulary); --mixer
+# swaps the AFT variant of the first two, keeping the shape.
 PRESETS = {
     "tiny": {"vocab_size": 65, "d_model": 128, "n_layers": 6, "d_ff": 256, "max_seq_len": 256},
     "enwik8": {"vocab_size": 256, "d_model": 512, "n_layers": 12, "d_ff": 2048, "max_seq_len": 1024},
+    "rwkv4-169m": {**RWKV4_BLOCK, "vocab_size": 50277, "d_model": 768, "n_layers": 12,
+                   "d_ff": 3072},
+    "rwkv4-430m": {**RWKV4_BLOCK, "vocab_size": 50277, "d_model": 1024, "n_layers": 24,
+                   "d_ff": 4096},
+    "rwkv4-1b5": {**RWKV4_BLOCK, "vocab_size": 50277, "d_model": 2048, "n_layers": 24,
+                  "d_ff": 8192},
 }
 
 
@@ -164,11 +177,16 @@ def random_model(config: dict, seed: int):
     return model.eval()
 
 
-def preset_config(name: str, mixer: str = "local", **overrides) -> dict:
+def preset_config(name: str, mixer: str | None = None, **overrides) -> dict:
+    """A preset's config; `mixer` (default: the preset's, else local) swaps the AFT variant."""
     from .reference import default_config
     if name not in PRESETS:
         raise FormatError(f"unknown preset {name!r} (expected one of: {', '.join(PRESETS)})")
-    return default_config(**{**PRESETS[name], "mixer": mixer, **overrides})
+    if mixer and "mixer" in PRESETS[name] and mixer != PRESETS[name]["mixer"]:
+        raise FormatError(f"preset {name!r} is RWKV-4's block, whose mixer is "
+                          f"{PRESETS[name]['mixer']!r}, not {mixer!r}")
+    chosen = {"mixer": mixer} if mixer else {}
+    return default_config(**{"mixer": "local", **PRESETS[name], **chosen, **overrides})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -259,7 +277,7 @@ def main(argv=None) -> int:
                 vocab = vocab_from_text(args.vocab_file.read_text(encoding="utf-8"))
                 overrides["vocab_size"] = len(vocab)
             if args.preset:
-                config = preset_config(args.preset, args.mixer or "local", **overrides)
+                config = preset_config(args.preset, args.mixer, **overrides)
                 metadata = {"source": f"random, preset {args.preset}", "seed": args.seed}
             else:
                 try:

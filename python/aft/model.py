@@ -18,7 +18,7 @@ class ModelInfo:
     """aft_model_info: what the model is (see aft.h)."""
 
     mixer: str  # "simple", "local", "conv", "full" or "decay"
-    tokenizer: str  # "byte" or "char"
+    tokenizer: str  # "byte", "char", "bpe" or "world"
     vocab_size: int
     d_model: int
     n_layers: int
@@ -111,7 +111,8 @@ class Model:
         return list(tokens)
 
     def token_text(self, token: int) -> bytes:
-        """The bytes of one token: a byte, or a character's UTF-8 bytes."""
+        """The bytes of one token: a byte, a character's UTF-8 bytes, or a BPE or World token's
+        bytes (any number, possibly part of a character)."""
         pointer = self.owned_handle().pointer
         token_value = int(token_array([token])[0])
         text = self._lib.read_sized(

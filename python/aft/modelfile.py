@@ -205,7 +205,136 @@ def tokenizer_size(tokenizer) -> int:
                                   f"tokenizer.vocab[{seen[piece]}] ({piece!r})")
             seen[piece] = index
         return len(vocab)
-    raise FormatError(f"tokenizer.type: expected \"byte\" or \"char\", found {kind!r}")
+    if kind == "bpe":
+        return _bpe_size(tokenizer)
+    if kind == "world":
+        return _world_size(tokenizer)
+    raise FormatError(f"tokenizer.type: expected \"byte\", \"char\", \"bpe\" or \"world\", "
+                      f"found {kind!r}")
+
+
+MAX_VOCAB = 1 << 24  # the engine's limit on vocabulary entries and merges
+
+
+def _vocab_list(tokenizer: dict, what: str) -> list:
+    if "vocab" not in tokenizer:
+        raise FormatError(f"tokenizer: missing key \"vocab\" (a \"{tokenizer['type']}\" "
+                          f"tokenizer needs one)")
+    vocab = tokenizer.get("vocab")
+    if not isinstance(vocab, list) or not vocab:
+        raise FormatError(f"tokenizer.vocab: expected a non-empty list of {what}")
+    if len(vocab) > MAX_VOCAB:
+        raise FormatError(f"tokenizer.vocab: {len(vocab)} entries, more than the limit {MAX_VOCAB}")
+    return vocab
+
+
+def _bpe_size(tokenizer: dict) -> int:
+    """The checks of engine/format/bpe_tokenizer.cpp, in the same order."""
+    for key in ("byte_fallback", "ignore_merges"):
+        if key in tokenizer and not isinstance(tokenizer[key], bool):
+            raise FormatError(f"tokenizer.{key}: expected true or false, found {tokenizer[key]!r}")
+    if tokenizer.get("normalizer") not in (None, "nfc"):
+        raise FormatError(f"tokenizer.normalizer: expected \"nfc\" or null, found "
+                          f"{tokenizer['normalizer']!r}")
+    if "pre_tokenizer" not in tokenizer:
+        raise FormatError("tokenizer: missing key \"pre_tokenizer\"")
+    if tokenizer["pre_tokenizer"] != "gpt2":
+        raise FormatError(f"tokenizer.pre_tokenizer: expected \"gpt2\", found "
+                          f"{tokenizer['pre_tokenizer']!r}")
+    vocab = _vocab_list(tokenizer, "strings or nulls")
+    ids = {}
+    for index, token in enumerate(vocab):
+        if token is None:
+            continue
+        if not isinstance(token, str) or not token:
+            raise FormatError(f"tokenizer.vocab[{index}]: expected a non-empty string or null, "
+                              f"found {token!r}")
+        _check_utf8(token, f"tokenizer.vocab[{index}]")
+        if token in ids:
+            raise FormatError(f"tokenizer.vocab[{index}]: duplicate of tokenizer.vocab"
+                              f"[{ids[token]}] ({token!r})")
+        ids[token] = index
+    if "merges" not in tokenizer:
+        raise FormatError("tokenizer: missing key \"merges\"")
+    merges = tokenizer["merges"]
+    if not isinstance(merges, list):
+        raise FormatError("tokenizer.merges: expected a list of pairs of strings")
+    if len(merges) > MAX_VOCAB:
+        raise FormatError(f"tokenizer.merges: more than {MAX_VOCAB} entries")
+    seen = {}
+    for index, merge in enumerate(merges):
+        if (not isinstance(merge, list) or len(merge) != 2
+                or not all(isinstance(part, str) for part in merge)):
+            raise FormatError(f"tokenizer.merges[{index}]: expected a pair of strings, "
+                              f"found {merge!r}")
+        for k, part in enumerate((merge[0], merge[1], merge[0] + merge[1])):
+            if part not in ids:
+                result = " (the merge's result)" if k == 2 else ""
+                raise FormatError(f"tokenizer.merges[{index}]: {part!r}{result} is not in the "
+                                  f"vocabulary")
+        pair = (merge[0], merge[1])
+        if pair in seen:
+            raise FormatError(f"tokenizer.merges[{index}]: duplicate of tokenizer.merges"
+                              f"[{seen[pair]}] ({merge[0]!r} {merge[1]!r})")
+        seen[pair] = index
+    added = tokenizer.get("added_tokens", [])
+    if not isinstance(added, list):
+        raise FormatError("tokenizer.added_tokens: expected a list")
+    added_ids = {}
+    for index, entry in enumerate(added):
+        where = f"tokenizer.added_tokens[{index}]"
+        if not isinstance(entry, dict):
+            raise FormatError(f"{where}: expected an object, found {entry!r}")
+        token_id, content = entry.get("id"), entry.get("content")
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise FormatError(f"{where}.id: expected an integer")
+        if not isinstance(content, str) or not content:
+            raise FormatError(f"{where}.content: expected a non-empty string")
+        if not 0 <= token_id < len(vocab):
+            raise FormatError(f"{where}.id: {token_id} is outside the vocabulary (size "
+                              f"{len(vocab)})")
+        if token_id in added_ids:
+            raise FormatError(f"{where}.id: {token_id} is also tokenizer.added_tokens"
+                              f"[{added_ids[token_id]}]")
+        added_ids[token_id] = index
+        _check_utf8(content, f"{where}.content")
+        if "normalized" in entry and not isinstance(entry["normalized"], bool):
+            raise FormatError(f"{where}.normalized: expected true or false, found "
+                              f"{entry['normalized']!r}")
+    return len(vocab)
+
+
+def _check_utf8(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FormatError(f"{where}: is not valid UTF-8 (a lone surrogate)") from None
+
+
+def _world_size(tokenizer: dict) -> int:
+    """The checks of engine/format/world_tokenizer.cpp, in the same order."""
+    vocab = _vocab_list(tokenizer, "hex strings or nulls")
+    if vocab[0] is not None:
+        raise FormatError("tokenizer.vocab[0]: expected null (token 0 is the end of text)")
+    seen = {}
+    for index, entry in enumerate(vocab[1:], start=1):
+        if entry is None:
+            continue
+        if not isinstance(entry, str) or not entry or len(entry) % 2:
+            raise FormatError(f"tokenizer.vocab[{index}]: expected a non-empty even number of hex "
+                              f"digits, found {entry!r}")
+        try:
+            data = bytes.fromhex(entry)
+        except ValueError:
+            raise FormatError(f"tokenizer.vocab[{index}]: expected hex digits, found "
+                              f"{entry!r}") from None
+        if len(data) * 2 != len(entry):
+            raise FormatError(f"tokenizer.vocab[{index}]: expected hex digits, found {entry!r}")
+        if data in seen:
+            raise FormatError(f"tokenizer.vocab[{index}]: duplicate of tokenizer.vocab"
+                              f"[{seen[data]}] ({entry})")
+        seen[data] = index
+    return len(vocab)
 
 
 def expected_tensors(config: dict) -> list[tuple[str, tuple[int, ...]]]:

@@ -37,8 +37,8 @@ Fixture load(const char* name) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Fixture fixtures[] = {load("simple.aft"), load("local.aft"), load("conv.aft"),
-                               load("full_table.aft")};
+  static Fixture fixtures[] = {load("simple.aft"),     load("local.aft"),       load("conv.aft"),
+                               load("full_table.aft"), load("decay_shift.aft"), load("rwkv4.aft")};
   std::vector<uint8_t> bytes(data, data + size);
   if (size >= 8) {
     const uint64_t checksum = aft::state_checksum(bytes.data(), size - 8);

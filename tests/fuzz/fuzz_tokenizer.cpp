@@ -2,13 +2,24 @@
 // it tokenizes (a byte model: always) or is refused with AFT_ERR_TOKENIZE, and the tokens' pieces
 // give the text back byte for byte. The input as int32 token ids: an id in the vocabulary has a
 // piece that tokenizes to that id alone, any other id is AFT_ERR_OUT_OF_RANGE.
+// Then the byte-level BPE and World tokenizers of tests/fixtures/tokenizers/ (their descriptions,
+// loaded by the engine's Tokenizer): World text always tokenizes and its pieces give it back; BPE
+// text tokenizes exactly when it is valid UTF-8, the pieces are valid UTF-8 (the text normalized),
+// and tokenizing them again gives the same tokens. Both streamed through Utf8Stream in pieces give
+// valid UTF-8, the pieces themselves when they are.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "engine/format/error.h"
+#include "engine/format/tokenizer.h"
+#include "engine/format/utf8.h"
+#include "engine/format/utf8_stream.h"
 #include "fuzz_check.h"
 
 using aft::fuzz::check;
@@ -78,6 +89,56 @@ void round_trip_ids(const Tokenizer& t, const uint8_t* data, size_t size) {
   }
 }
 
+aft::Tokenizer load_description(const char* name) {
+  const std::string path = std::string(AFT_FIXTURES_DIR) + "/tokenizers/" + name;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  check(in.good() || in.eof(), "the tokenizer description reads");
+  return aft::Tokenizer::from_json(nlohmann::json::parse(text.str()), path);
+}
+
+bool valid_utf8(const std::string& text) { return aft::invalid_utf8_at(text) == text.size(); }
+
+std::string decode(const aft::Tokenizer& t, const std::vector<int32_t>& tokens) {
+  std::string text;
+  for (const int32_t token : tokens) text += t.piece(token);
+  return text;
+}
+
+// The pieces through a Utf8Stream: valid UTF-8 always, and the text itself when it is valid.
+void stream(const aft::Tokenizer& t, const std::vector<int32_t>& tokens, const std::string& text) {
+  aft::Utf8Stream s;
+  std::string out;
+  for (const int32_t token : tokens) out += s.push(t.piece(token));
+  out += s.flush();
+  check(valid_utf8(out), "the stream gives valid UTF-8");
+  check(!valid_utf8(text) || out == text, "the stream gives valid text back unchanged");
+}
+
+void bpe_and_world(const uint8_t* data, size_t size) {
+  static const aft::Tokenizer bpe = load_description("gpt_neox_like.description.json");
+  static const aft::Tokenizer world = load_description("world.description.json");
+  const std::string text(reinterpret_cast<const char*>(data), size);
+
+  const std::vector<int32_t> w = world.encode(text);  // every byte has a token
+  check(decode(world, w) == text, "World pieces give the text back");
+  stream(world, w, text);
+
+  std::vector<int32_t> b;
+  try {
+    b = bpe.encode(text);
+  } catch (const aft::Error& e) {
+    check(e.status() == AFT_ERR_TOKENIZE && !valid_utf8(text), "BPE refuses only invalid UTF-8");
+    return;
+  }
+  check(valid_utf8(text), "BPE refuses invalid UTF-8");
+  const std::string normalized = decode(bpe, b);
+  check(valid_utf8(normalized), "BPE pieces give valid UTF-8");
+  check(bpe.encode(normalized) == b, "BPE tokens of the normalized text are the same");
+  stream(bpe, b, normalized);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -86,5 +147,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     round_trip_text(t, reinterpret_cast<const char*>(data), size);
     round_trip_ids(t, data, size);
   }
+  bpe_and_world(data, size);
   return 0;
 }

@@ -43,6 +43,10 @@ MODELS = {
     "decay_shift": (config(mixer="decay", token_shift=True, vocab_size=256), {"type": "byte"},
                     "f32"),
     "decay_q8_0": (config(mixer="decay", d_model=32, d_ff=32), CHARS, "q8_0"),
+    "rwkv4_q8_0": (config(mixer="decay", token_shift=True, ffn="channel_mix",
+                          activation="relu_squared", linear_bias=False, embed_norm=True,
+                          tied_embeddings=False, d_model=32, d_ff=64, vocab_size=256),
+                   {"type": "byte"}, "q8_0"),
 }
 
 
@@ -73,13 +77,17 @@ def main() -> None:
         "utf8": "a\u00e9b \u00e9\u00e9\n".encode(),
         "eval_text": (REPO / "tests/fixtures/eval_text.txt").read_bytes()[:256],
         "invalid_utf8": b"a\xc3(\xff\xe2\x82b\xed\xa0\x80",
+        "bpe_added_tokens": "Hello<|endoftext|>world    x<|padding|>".encode(),
+        "bpe_nfc": "Cafe\u0301 \u212b e\u0323\u0302 \u1100\u1161\u11a8 I'm we'll".encode(),
+        "bpe_whitespace": b"a  b\t\tc \n\n d   \r\n  ",
+        "world_bytes": b"\xe4\xb8\xad\xe4\xb8\xff\xfe\x80\x80 the \xf0\x9f\x98\x80",
         "four_byte": "\U0001F600 \u4e2d".encode(),
         "token_ids": np.array([0, 1, 39, 40, 255, 256, -1, 2**31 - 1], "<i4").tobytes(),
     }
     for name, text in texts.items():
         write("tokenizer", name, text)
 
-    for fixture in ("simple", "local", "conv", "full_table", "decay_shift"):
+    for fixture in ("simple", "local", "conv", "full_table", "decay_shift", "rwkv4"):
         with aft.Model(REPO / f"tests/fixtures/{fixture}.aft") as model, \
                 aft.Session(model, n_threads=1) as session:
             write("state", f"{fixture}_0", session.state())

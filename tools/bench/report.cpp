@@ -144,6 +144,10 @@ void write_markdown(const Report& r, std::FILE* out) {
       out, "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
       millions(r.model.n_parameters).c_str(), millions(r.model.n_matmul_parameters).c_str(),
       weight_bytes(r) / 1e6, r.weight_dtype.c_str());
+  std::fprintf(out, "- memory: file %.1f MB; resident %.1f MB after loading and one token; ",
+               static_cast<double>(r.footprint.file_bytes) / 1e6,
+               static_cast<double>(r.footprint.resident_bytes) / 1e6);
+  std::fprintf(out, "state per sequence %zu bytes\n", r.footprint.state_bytes);
 
   if (!r.limits.empty()) {
     std::fprintf(out,
@@ -213,6 +217,9 @@ void write_json(const Report& r, std::FILE* out) {
                 {"n_matmul_parameters", i.n_matmul_parameters},
                 {"weight_dtype", r.weight_dtype},
                 {"matmul_weight_bytes", weight_bytes(r)},
+                {"file_bytes", r.footprint.file_bytes},
+                {"resident_bytes", r.footprint.resident_bytes},
+                {"state_bytes", r.footprint.state_bytes},
                 {"file_bytes", i.file_bytes}};
   if (r.limits.empty()) {
     j["limits"] = nullptr;

@@ -10,6 +10,7 @@
 
 #include "aft.h"
 #include "tools/bench/machine.h"
+#include "tools/bench/runner.h"
 
 namespace aft::bench {
 
@@ -65,6 +66,7 @@ struct Report {
   // those weights that decode reads per token.
   std::string weight_dtype = "f32";
   double matmul_weight_bytes = 0.0;
+  Footprint footprint;
   std::size_t bandwidth_bytes = 0;      // the memory read probe's buffer; 0 with --no-limits
   std::size_t weights_probe_bytes = 0;  // the weight-sized read probe's buffer
   std::vector<MeasuredLimits> limits;   // empty with --no-limits

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace aft::bench {
 namespace {
@@ -21,7 +25,7 @@ Session new_session(const aft_model* model, int threads) {
 
 }  // namespace
 
-BenchModel::BenchModel(const std::string& path) {
+BenchModel::BenchModel(const std::string& path) : path_(path) {
   aft_model* model = nullptr;
   check(aft_model_load(path.c_str(), nullptr, &model), "loading the model");
   model_.reset(model);
@@ -31,6 +35,21 @@ BenchModel::BenchModel(const std::string& path) {
 std::string BenchModel::weight_dtype() const {
   const char* dtype = aft_model_metadata_get(model_.get(), "metadata.dtype");
   return dtype ? dtype : "f32";
+}
+
+Footprint BenchModel::footprint(int32_t token) const {
+  Footprint f;
+  f.file_bytes = std::filesystem::file_size(path_);
+  const Session session = new_session(model_.get(), 1);
+  std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
+  check(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, logits.data()), "decoding");
+  f.state_bytes = aft_session_state_size(session.get());
+  std::ifstream statm("/proc/self/statm");  // pages: total, resident, ...
+  uint64_t total = 0, resident = 0;
+  if (statm >> total >> resident) {
+    f.resident_bytes = resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  }
+  return f;
 }
 
 double BenchModel::time_prefill(const std::vector<int32_t>& tokens, std::size_t n,

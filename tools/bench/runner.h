@@ -12,12 +12,22 @@
 
 namespace aft::bench {
 
+// What a model costs in memory: its file, the process resident after loading it and decoding
+// one token in a session (before any probe buffer), and a sequence's state (what
+// aft_session_state_save writes) after that token.
+struct Footprint {
+  uint64_t file_bytes = 0;
+  uint64_t resident_bytes = 0;  // 0 where /proc/self/statm is not available
+  std::size_t state_bytes = 0;
+};
+
 class BenchModel {
  public:
   explicit BenchModel(const std::string& path);
   const aft_model_info& info() const { return info_; }
   // The linear layers' weight dtype: the file's metadata "dtype", f32 when absent.
   std::string weight_dtype() const;
+  Footprint footprint(int32_t token) const;
 
   // Seconds to prefill tokens[0, n) in a fresh session (logits of the last token).
   double time_prefill(const std::vector<int32_t>& tokens, std::size_t n, int threads) const;
@@ -28,6 +38,7 @@ class BenchModel {
                      std::size_t batch, int threads) const;
 
  private:
+  std::string path_;
   cli::Model model_;
   aft_model_info info_{};
 };

@@ -27,8 +27,12 @@ struct SessionFree {
 struct SamplerFree {
   void operator()(aft_sampler* s) const { aft_sampler_free(s); }
 };
+struct DetokenizerFree {
+  void operator()(aft_detokenizer* d) const { aft_detokenizer_free(d); }
+};
 using Model = std::unique_ptr<aft_model, ModelFree>;
 using Session = std::unique_ptr<aft_session, SessionFree>;
 using Sampler = std::unique_ptr<aft_sampler, SamplerFree>;
+using Detokenizer = std::unique_ptr<aft_detokenizer, DetokenizerFree>;
 
 }  // namespace aft::cli

@@ -1,0 +1,41 @@
+"""The texts the tokenizers are compared on (test_tokenizer_reference.py): Unicode that NFC changes,
+scripts, emoji, digits, whitespace runs, code, contractions, very long words, added tokens."""
+import pathlib
+
+_LICENCE = pathlib.Path("/usr/share/common-licenses/GPL-2")
+
+TEXTS = [
+    "",
+    "Hello world",
+    "Hello, world! How are you today?",
+    "I'm sure they've said we'll go, you're right, it's hers, she'd know, don't ask",
+    "'s 't 're 've 'm 'll 'd 'S 'T 'RE DON'T Y'ALL 'sa ''s '''",
+    "Cafe\u0301 nai\u0308ve re\u0301sume\u0301 A\u030a \u212b \u2126 \u00e9\u0301",
+    "a\u0323\u0302 e\u0302\u0323 o\u031b\u0323 q\u0307\u0323 \u1100\u1161\u11a8 \u1100\u1161",
+    "\u0915\u094d\u0937 \u0928\u092e\u0938\u094d\u0924\u0947 \u0645\u0631\u062d\u0628\u0627",
+    "\u00c5ngstr\u00f6m \ufb01 \u2460 \u00bd \u00b2 \u216b x\u00b2+y\u00b2",
+    "Ελληνικά κείμενα, русский текст, Ünïcödé",
+    "中文字符和汉字 日本語のテキストです。 한국어 문장입니다",
+    "emoji 😀🎉 thumbs 👍🏽 family 👨\u200d👩\u200d👧 flags 🇫🇷🇩🇪",
+    "1234567890 3.14159 2024-01-01 1,000,000 ٣٤٥ ๑๒๓",
+    "a  b", "a\tb", "a \n\n b", "trailing   ", "   leading", "\n\n\n", " ", "\t \t",
+    "x    y", "x        y", "x   y", "a\u00a0b \u3000c\u2003d", "line\r\nbreak\r\n",
+    "tabs\t\tand  \t spaces\n\t\n",
+    "def f(x):\n    return x**2  # square\n\nprint(f(3))\n",
+    "int main(void) { return argc > 1 ? 0 : -1; } // C\n#include <stdio.h>",
+    "<html><body class=\"x\">&amp; &lt;tag&gt;</body></html>",
+    "!!! ??? ... --- ((( ))) [[[]]] {{{}}} @#$%^&*_+=|\\~`",
+    "Hello<|endoftext|>world",
+    "<|endoftext|><|endoftext|> <|padding|> x <|endoftext|>",
+    "<|endof <|padding| <|endoftext|",
+    "the end.<|endoftext|>",
+    "a" * 5000,
+    "supercalifragilistic" * 200,
+    " " + "the" * 1500,
+    "中" * 3000,
+    "😀" * 1000,
+    "1" * 2000,
+    "!?" * 1500,
+    "e\u0301" * 500,
+    _LICENCE.read_text(encoding="utf-8")[:6000] if _LICENCE.exists() else "GNU GENERAL PUBLIC LICENSE",
+]
