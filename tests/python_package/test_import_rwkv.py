@@ -11,24 +11,25 @@ import os
 import subprocess
 import sys
 import tempfile
-import types
 import unittest
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import torch
 
 import rwkv4_support as support
-from aft import modelfile, rwkv4_reference
+from aft import modelfile, rwkv4_reference, tokenizers
 from aft.importers import rwkv4
 from aft.importers.checkpoint import ImportRefused
-from package_support import REPO_DIR
+from package_support import REPO_DIR, aft
 
 VOCAB, WIDTH, N_LAYERS = 256, 64, 2  # 4 x 64 = 256 hidden: every matrix has q8_0 blocks
 TOKENS = [int(t) for t in np.random.default_rng(5).integers(0, VOCAB, 24)]
 IMPORTER = REPO_DIR / "tools" / "aft_import_rwkv.py"
 ENGINE_LOGITS = Path(__file__).resolve().parent / "engine_logits.py"
+TOKENIZERS = REPO_DIR / "tests" / "fixtures" / "tokenizers"
+BPE, BPE_SIZE = "gpt_neox_like.tokenizer.json", 659
+WORLD, WORLD_SIZE = "world_vocab.txt", 575
 # The kernel paths of x86-64 and Arm (AFT_ISA); those this CPU lacks are skipped.
 ISAS = ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "neon")
 # Relative to each row's largest |logit| (package_support.assert_rows_close's measure), the largest
@@ -227,25 +228,6 @@ class EngineTest(Case):
         self.check("q8_0")
 
 
-class FakeTokenizers(types.ModuleType):
-    """aft.tokenizers' functions, over a file holding the vocabulary's size."""
-
-    def __init__(self):
-        super().__init__("aft.tokenizers")
-
-    @staticmethod
-    def tokenizer_from_file(path) -> dict:
-        return {"type": "fake", "size": int(Path(path).read_text())}
-
-    @staticmethod
-    def tokenizer_size(tokenizer: dict) -> int:
-        return tokenizer["size"]
-
-    @staticmethod
-    def pad_tokenizer(tokenizer: dict, size: int) -> dict:
-        return {**tokenizer, "size": size, "padded": True}
-
-
 class RefusalTest(Case):
     def assertRefused(self, path: Path, *fragments: str, tokenizer=None):
         with self.assertRaises(ImportRefused) as caught:
@@ -345,20 +327,40 @@ class RefusalTest(Case):
         state_dict = support.random_checkpoint(300, WIDTH, 1)
         self.assertRefused(self.save(state_dict), "300 tokens: give its tokenizer with --tokenizer")
 
-    def test_tokenizer_of_another_size(self):
-        tokenizer_path = self.dir / "tokenizer.txt"
-        with mock.patch.dict(sys.modules, {"aft.tokenizers": FakeTokenizers()}):
-            tokenizer_path.write_text("50277")
-            self.assertRefused(self.save(checkpoint()), "tokenizer tokenizer.txt: 50277 tokens, but the "
-                               f"checkpoint has {VOCAB} (emb.weight's rows)", tokenizer=tokenizer_path)
-            self.assertEqual(rwkv4.tokenizer_for(tokenizer_path, 50277), {"type": "fake", "size": 50277})
-            tokenizer_path.write_text("250")
-            self.assertRefused(self.save(checkpoint()), f"250 tokens, but the checkpoint has {VOCAB}",
-                               f"--pad-tokenizer leaves ids 250 to {VOCAB - 1} unused", tokenizer=tokenizer_path)
-            self.assertEqual(rwkv4.tokenizer_for(tokenizer_path, VOCAB, pad=True),
-                             {"type": "fake", "size": VOCAB, "padded": True})
-            with self.assertRaises(ImportRefused):  # a larger tokenizer is never padded down
-                rwkv4.tokenizer_for(tokenizer_path, 200, pad=True)
+class TokenizerTest(Case):
+    """--tokenizer through aft.tokenizers, with the tokenizer fixtures (a GPT-NeoX-like BPE of 659
+    tokens, an RWKV World vocabulary of 575)."""
+
+    def convert(self, vocab: int, tokenizer: str, pad: bool = False) -> None:
+        rwkv4.import_checkpoint(self.save(support.random_checkpoint(vocab, WIDTH, 1)), self.model_path,
+                                TOKENIZERS / tokenizer, pad_tokenizer=pad)
+
+    def test_bpe(self):
+        self.convert(BPE_SIZE, BPE)
+        contents = modelfile.read_file(self.model_path)
+        self.assertEqual(contents.tokenizer, tokenizers.tokenizer_from_file(TOKENIZERS / BPE))
+        with aft.Model(self.model_path) as model:
+            self.assertEqual(model.info.vocab_size, BPE_SIZE)
+            tokens = model.tokenize("The quick brown fox")
+            self.assertTrue(tokens and all(0 <= token < BPE_SIZE for token in tokens))
+
+    def test_size_mismatch(self):
+        with self.assertRaises(ImportRefused) as caught:
+            self.convert(VOCAB, BPE)
+        self.assertIn(f"tokenizer {BPE}: {BPE_SIZE} tokens, but the checkpoint has {VOCAB} (emb.weight's rows)",
+                      str(caught.exception))
+        self.assertNotIn("--pad-tokenizer", str(caught.exception))  # a larger tokenizer is never cut
+        with self.assertRaises(ImportRefused):
+            self.convert(VOCAB, BPE, pad=True)
+        self.assertFalse(self.model_path.exists())
+
+    def test_pad(self):
+        with self.assertRaises(ImportRefused) as caught:
+            self.convert(640, WORLD)
+        self.assertIn(f"{WORLD_SIZE} tokens, but the checkpoint has 640", str(caught.exception))
+        self.assertIn(f"--pad-tokenizer leaves ids {WORLD_SIZE} to 639 unused", str(caught.exception))
+        self.convert(640, WORLD, pad=True)
+        self.assertEqual(modelfile.tokenizer_size(modelfile.read_file(self.model_path).tokenizer), 640)
 
 
 class CommandLineTest(Case):
