@@ -92,12 +92,10 @@ LATER_VERSIONS = (
     ("RWKV-5", r"\.att\.(time_faaaa|ln_x\.\w+|gate\.weight)$"),
 )
 
-# Fixed by the architecture: the rest of the config comes from the tensors' shapes.
+# Fixed by the architecture (export.RWKV4_BLOCK, which aft_export's rwkv4 presets share), the
+# neutral values of the keys the decay mixer does not use; the sizes come from the tensors.
 # max_seq_len is unused: no absolute positions, so no length limit.
-FIXED_CONFIG = {"activation": "relu_squared", "mixer": "decay", "window": 0, "n_heads": 1,
-                "full_bias": "table", "bias_rank": 0, "max_seq_len": 1024, "pos_encoding": "none",
-                "embed_scale": 1.0, "tied_embeddings": False, "head_bias": False, "norm_eps": 1e-5,
-                "token_shift": True, "ffn": "channel_mix", "linear_bias": False, "embed_norm": True}
+FIXED_CONFIG = {**export.RWKV4_BLOCK, "window": 0, "n_heads": 1, "full_bias": "table", "bias_rank": 0}
 
 
 def _shape_text(shape) -> str:
