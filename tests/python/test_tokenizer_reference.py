@@ -294,6 +294,7 @@ class ModelFileRoundTrip(unittest.TestCase):
                       "full_bias": "table", "bias_rank": 0, "max_seq_len": 16,
                       "pos_encoding": "none", "embed_scale": 1.0, "tied_embeddings": True,
                       "head_bias": False, "norm_eps": 1e-5, "token_shift": False}
+            config = modelfile.validate_config(config)
             tensors = [(name, np.zeros(shape, np.float32))
                        for name, shape in modelfile.expected_tensors(config)]
             with tempfile.TemporaryDirectory() as tmp:
