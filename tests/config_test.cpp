@@ -204,7 +204,8 @@ TEST(ModelConfig, BadFieldValues) {
       {simple, "d_ff", 1e30, "config.d_ff: expected an integer >= 1, found 1e+30"},
       {simple, "max_seq_len", json::array(), "config.max_seq_len: expected an integer >= 1"},
       {simple, "activation", "swish",
-       "config.activation: expected one of \"relu\", \"gelu\", found string \"swish\""},
+       "config.activation: expected one of \"relu\", \"gelu\", \"relu_squared\", found string "
+       "\"swish\""},
       {simple, "mixer", 2,
        "config.mixer: expected one of \"simple\", \"local\", \"conv\", \"full\", \"decay\", found "
        "2"},

@@ -97,7 +97,7 @@ TEST(FromMemoryRefusals, EmptyAndTruncatedBytesAreFormatErrorsNamingMemory) {
   EXPECT_EQ(load(bytes.data(), 23, &model), AFT_ERR_FORMAT);
   EXPECT_EQ(last_error(), "<memory>: file is 23 bytes, too small for the 24-byte preamble");
   EXPECT_EQ(load(bytes.data(), 1000, &model), AFT_ERR_FORMAT);
-  EXPECT_EQ(last_error().rfind("<memory>: header length 4273 runs past the end of the file (size "
+  EXPECT_EQ(last_error().rfind("<memory>: header length 4323 runs past the end of the file (size "
                                "1000)",
                                0),
             0u)
