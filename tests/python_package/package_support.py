@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -40,3 +42,26 @@ def assert_rows_close(got: np.ndarray, want: np.ndarray, rel: float = 1e-5) -> N
     scale = np.maximum(np.abs(want).max(axis=1), 1e-30)
     worst = float((diff / scale).max())
     assert worst <= rel, f"largest difference {worst:.3g} of the row's largest logit (at most {rel:g})"
+
+
+def run_main(main, *args: str) -> tuple[int, str]:
+    """A command's main(argv) in this process (a process of its own takes seconds to load torch):
+    its exit status and what it wrote to stderr."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            status = main(list(args))
+        except SystemExit as exit:  # argparse's usage errors
+            status = exit.code
+    return status, stderr.getvalue()
+
+
+def assert_refusals(test, main, cases, out) -> None:
+    """Each (args, exit status, message fragment) of `cases` run through run_main(main): the status
+    and the fragment, and no output file `out` left behind."""
+    for args, expected_status, fragment in cases:
+        with test.subTest(fragment=fragment):
+            status, message = run_main(main, *args)
+            test.assertEqual(status, expected_status)
+            test.assertIn(fragment, message)
+    test.assertFalse(Path(out).exists())

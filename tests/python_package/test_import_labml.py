@@ -4,8 +4,6 @@ key."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import subprocess
@@ -20,6 +18,7 @@ import torch
 import labml_reference
 from aft.importers import labml
 from aft.importers.checkpoint import ImportRefused
+import package_support
 from package_support import REPO_DIR, aft
 
 # examples/dask_eval.py is a script, not a module of the package: it is imported from its directory.
@@ -209,14 +208,7 @@ class RefusalTest(ImportTest):
 
 class CommandLineTest(ImportTest):
     def run_main(self, *args: str) -> tuple[int, str]:
-        """labml.main in this process (a process of its own takes seconds to load torch)."""
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr):
-            try:
-                status = labml.main(list(args))
-            except SystemExit as exit:  # argparse's usage errors
-                status = exit.code
-        return status, stderr.getvalue()
+        return package_support.run_main(labml.main, *args)
 
     def test_text_and_vocab_file_give_the_same_model(self):
         checkpoint_path = self.save(checkpoint())
@@ -250,12 +242,7 @@ class CommandLineTest(ImportTest):
                  ((str(self.dir / "missing.pth"), out, "--text", str(not_a_checkpoint)), 1, "missing.pth"),
                  ((str(not_a_checkpoint), out, "--vocab", str(bad_vocab)), 1, "tokenizer.vocab[1]"),
                  ((str(not_a_checkpoint), out), 2, "one of the arguments --vocab --text is required")]
-        for args, expected_status, fragment in cases:
-            with self.subTest(fragment=fragment):
-                status, message = self.run_main(*args)
-                self.assertEqual(status, expected_status)
-                self.assertIn(fragment, message)
-        self.assertFalse(Path(out).exists())
+        package_support.assert_refusals(self, labml.main, cases, out)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,6 @@ the engine cannot represent is refused, naming the reason."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -21,6 +19,7 @@ import rwkv4_support as support
 from aft import modelfile, rwkv4_reference, tokenizers
 from aft.importers import rwkv4
 from aft.importers.checkpoint import ImportRefused
+import package_support
 from package_support import REPO_DIR, aft
 
 VOCAB, WIDTH, N_LAYERS = 256, 64, 2  # 4 x 64 = 256 hidden: every matrix has q8_0 blocks
@@ -365,14 +364,7 @@ class TokenizerTest(Case):
 
 class CommandLineTest(Case):
     def run_main(self, *args: str) -> tuple[int, str]:
-        """rwkv4.main in this process (a process of its own takes seconds to load torch)."""
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr):
-            try:
-                status = rwkv4.main(list(args))
-            except SystemExit as exit:  # argparse's usage errors
-                status = exit.code
-        return status, stderr.getvalue()
+        return package_support.run_main(rwkv4.main, *args)
 
     def test_dtypes(self):
         source = self.save_rwkv_cpp(checkpoint(), matrices=support.FP16)
@@ -412,12 +404,7 @@ class CommandLineTest(Case):
         cases = [((str(notes), out), 1, "cannot load as a PyTorch state_dict"),
                  ((str(self.dir / "missing.pth"), out), 1, "missing.pth"),
                  ((str(notes), out, "--dtype", "q4"), 2, "invalid choice: 'q4'")]
-        for args, expected_status, fragment in cases:
-            with self.subTest(fragment=fragment):
-                status, message = self.run_main(*args)
-                self.assertEqual(status, expected_status)
-                self.assertIn(fragment, message)
-        self.assertFalse(Path(out).exists())
+        package_support.assert_refusals(self, rwkv4.main, cases, out)
 
 
 if __name__ == "__main__":
