@@ -120,6 +120,29 @@ TEST(MappedFile, CopyIsAlignedOwnedAndMoves) {
   EXPECT_EQ(aft::MappedFile::copy_of(bytes, 0).data(), nullptr);
 }
 
+// Released pages of a mapped file read back the same bytes (faulted in from the file again); a
+// copy keeps its bytes; ranges past the end, empty or inside one page are accepted.
+TEST(MappedFile, ReleasedBytesReadBackTheSame) {
+  TempFile file;
+  std::vector<uint8_t> bytes(5 * 4096 + 123);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  aft::testing::write_bytes(file.path(), bytes);
+  const aft::MappedFile map = aft::MappedFile::open(file.path());
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < map.size(); ++i) sum += map.data()[i];  // every page resident
+  map.release(100, 3 * 4096);
+  map.release(0, map.size());
+  map.release(map.size() - 10, 1000);
+  map.release(map.size() + 1, 10);
+  map.release(7, 0);
+  ASSERT_EQ(map.size(), bytes.size());
+  EXPECT_EQ(std::memcmp(map.data(), bytes.data(), bytes.size()), 0);
+  const aft::MappedFile copy = aft::MappedFile::copy_of(bytes.data(), bytes.size());
+  copy.release(0, copy.size());
+  EXPECT_EQ(std::memcmp(copy.data(), bytes.data(), bytes.size()), 0);
+  EXPECT_GT(sum, 0u);
+}
+
 // ---- Valid files ----
 
 TEST_F(ModelFileTest, ValidFileLoadsInPlace) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -89,6 +90,15 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     copied_ = std::exchange(other.copied_, false);
   }
   return *this;
+}
+
+void MappedFile::release(std::size_t offset, std::size_t size) const noexcept {
+  if (copied_ || data_ == nullptr || offset >= size_) return;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t end = std::min(size_, offset + std::min(size, size_ - offset));
+  const std::size_t first = (offset + page - 1) / page * page, last = end / page * page;
+  // Advice only: a failure leaves the pages where they are.
+  if (first < last) ::madvise(const_cast<uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
 }
 
 void MappedFile::unmap() noexcept {

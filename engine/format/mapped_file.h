@@ -26,6 +26,11 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   std::size_t size() const { return size_; }
+  // Tells the kernel that bytes [offset, offset + size) will not be read again soon: a mapped
+  // file drops the whole pages inside the range from memory (a later read faults them in from
+  // the file again, the same bytes); a copy keeps its bytes. For tensors the engine has packed
+  // into a layout of its own.
+  void release(std::size_t offset, std::size_t size) const noexcept;
 
  private:
   MappedFile(const uint8_t* data, std::size_t size, bool copied)

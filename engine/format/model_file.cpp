@@ -363,6 +363,10 @@ ModelFile ModelFile::validate(const std::string& path, MappedFile bytes_of_file,
 
 uint64_t ModelFile::size_bytes() const { return map_.size(); }
 
+void ModelFile::release(const TensorInfo& tensor) const noexcept {
+  map_.release(static_cast<std::size_t>(tensor.offset), static_cast<std::size_t>(tensor.nbytes));
+}
+
 const TensorInfo* ModelFile::find(const std::string& name) const {
   for (const TensorInfo& t : tensors_) {
     if (t.name == name) return &t;

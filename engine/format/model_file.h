@@ -77,6 +77,8 @@ class ModelFile {
   // CRC-32 of the header (config, tokenizer, and every tensor's shape, place and checksum): which
   // model a saved session state belongs to.
   uint32_t fingerprint() const { return fingerprint_; }
+  // The tensor's bytes will not be read again soon (MappedFile::release): the engine packed them.
+  void release(const TensorInfo& tensor) const noexcept;
 
  private:
   static ModelFile validate(const std::string& path, MappedFile bytes, bool verify_checksums);

@@ -83,6 +83,8 @@ kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
     packed_.push_back(
         kernels::PackedWeights::q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales()));
   }
+  // Only the packed copy is read from now on: the mapping need not keep the file's pages resident.
+  file_.release(tensor);
   return packed_.back().matrix();
 }
 
