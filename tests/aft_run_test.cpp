@@ -48,6 +48,79 @@ TEST_F(AftRun, SameSeedSameTextWhateverTheThreads) {
   EXPECT_EQ(one.out, two.out);
 }
 
+// The state after a prompt is kept in the file; a run whose prompt starts with the same tokens
+// restores it and evaluates only the rest, with the text of a run without it. A file that is no
+// cache, of another prompt or of another model is said not to be used, and the run goes on.
+TEST_F(AftRun, PromptCacheReusesTheStateWithTheSameText) {
+  TempFile cache;
+  std::remove(cache.path().c_str());
+  const std::string with_cache = " --prompt-cache " + quote(cache.path());
+  const Result plain = run(model() + " --prompt 'abc ab' -n 20 --seed 3");
+  const Result first = run(model() + " --prompt 'abc ab' -n 20 --seed 3" + with_cache);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("not used: no such file yet"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("prompt 6 tokens (0 from the prompt cache)"), std::string::npos);
+  const Result second = run(model() + " --prompt 'abc ab' -n 20 --seed 3" + with_cache);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("prompt 6 tokens (5 from the prompt cache)"), std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.out, plain.out);
+  EXPECT_EQ(first.out, plain.out);
+
+  const Result longer = run(model() + " --prompt 'abc abc' -n 20 --seed 3" + with_cache);
+  EXPECT_NE(longer.err.find("prompt 7 tokens (5 from the prompt cache)"), std::string::npos)
+      << longer.err;
+  EXPECT_EQ(longer.out, run(model() + " --prompt 'abc abc' -n 20 --seed 3").out);
+
+  const Result other = run(model() + " --prompt 'cab' -n 5 --seed 3" + with_cache);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find("not used: its 6 tokens do not start this prompt"), std::string::npos)
+      << other.err;
+
+  // Another model with the same vocabulary: its state is refused by the model's fingerprint.
+  run(model() + " --prompt 'abc ab' -n 1 --seed 3" + with_cache);
+  TempFile other_model;
+  nlohmann::json config = tiny_config("local");
+  config["vocab_size"] = 4;
+  write_model_file(other_model.path(), config, char_tokenizer({"a", "b", "c", " "}),
+                   random_tensors(config, 6, 0.5f));
+  const Result refused =
+      run(quote(other_model.path()) + " --prompt 'abc ab' -n 5 --seed 3" + with_cache);
+  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_NE(refused.err.find("not used: restoring its state: "), std::string::npos) << refused.err;
+
+  std::ofstream(cache.path(), std::ios::trunc) << "not a cache";
+  const Result garbage = run(model() + " --prompt 'abc ab' -n 5 --seed 3" + with_cache);
+  ASSERT_EQ(garbage.exit_code, 0) << garbage.err;
+  EXPECT_NE(garbage.err.find("not used: not a prompt cache of aft-run"), std::string::npos);
+}
+
+// -i: each line of stdin joins the sequence (its newline too, where the vocabulary has one; a
+// line it cannot encode is skipped with a message) and is continued.
+TEST_F(AftRun, InteractiveLinesContinueTheSequence) {
+  TempFile with_newline;
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 5;
+  write_model_file(with_newline.path(), config, char_tokenizer({"a", "b", "c", " ", "\n"}),
+                   random_tensors(config, 5, 0.5f));
+  TempFile lines;
+  std::ofstream(lines.path()) << "ab\nxyz\nc a\n";
+  const std::string args = quote(with_newline.path()) + " --prompt 'abc' -n 4 --seed 3 --temp 0" +
+                           " --logit-bias 4-inf -i < " + quote(lines.path());
+  const Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The prompt and 4 tokens and a newline, then each line with its newline, 4 tokens, a newline.
+  ASSERT_EQ(r.out.size(), (3u + 4 + 1) + (3 + 4 + 1) + (4 + 4 + 1)) << r.out;
+  EXPECT_EQ(r.out.substr(0, 3), "abc");
+  EXPECT_EQ(r.out.substr(8, 3), "ab\n");
+  EXPECT_EQ(r.out.substr(16, 4), "c a\n");
+  EXPECT_NE(r.err.find("character 'x' (U+0078) at byte 0 is not in the model's vocabulary"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; skipped"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, run(args).out);  // the same seed, the same text
+}
+
 TEST_F(AftRun, PromptFromAFile) {
   TempFile prompt("prompt");
   std::ofstream(prompt.path()) << "ba";

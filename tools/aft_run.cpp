@@ -1,5 +1,8 @@
 // aft-run: generate text from a model, streaming it to stdout; timings on stderr.
 // Exit codes: 0 success, 1 a runtime error (file, model, prompt), 2 bad usage.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -22,6 +26,7 @@
 #include "aft.h"
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
+#include "tools/run/prompt_cache.h"
 
 namespace {
 
@@ -44,6 +49,11 @@ const char kUsage[] =
     "  -n, --n-predict N            tokens to generate (default 128)\n"
     "  -s, --seed N                 random seed (default: chosen at random and printed)\n"
     "  -t, --threads N              threads; 0 = one per physical core (default 0)\n"
+    "      --prompt-cache FILE      keep the state after the prompt in FILE; a later run whose\n"
+    "                               prompt starts with the same tokens restores it and\n"
+    "                               evaluates only the rest\n"
+    "  -i, --interactive            after the continuation, read lines from stdin: each is fed\n"
+    "                               to the same sequence and continued with -n tokens\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                also report the sequence's state: its size, and save +\n"
     "                               restore time\n"
@@ -73,6 +83,8 @@ struct Options {
   std::vector<aft_logit_bias> logit_bias;
   std::optional<uint64_t> seed;
   long long threads = 0;
+  std::optional<std::string> prompt_cache;
+  bool interactive = false;
   bool verify_checksums = true;
   bool verbose = false;
 };
@@ -120,6 +132,10 @@ std::optional<Options> parse_args(int argc, char** argv) {
           parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
     } else if (arg == "-t" || arg == "--threads") {
       options.threads = parse_integer(arg, value(), 0, 1024);
+    } else if (arg == "--prompt-cache") {
+      options.prompt_cache = value();
+    } else if (arg == "-i" || arg == "--interactive") {
+      options.interactive = true;
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {
@@ -235,6 +251,133 @@ cli::Sampler create_sampler(const Options& options, uint64_t seed, int32_t vocab
   return cli::Sampler(sampler);
 }
 
+std::vector<int32_t> tokenize(const aft_model* model, const std::string& text, const char* what) {
+  size_t n = 0;
+  const aft_status sized = aft_tokenize(model, text.data(), text.size(), nullptr, 0, &n);
+  if (sized != AFT_ERR_BUFFER_TOO_SMALL) check(sized, std::string("tokenizing ") + what);
+  std::vector<int32_t> tokens(n);
+  check(aft_tokenize(model, text.data(), text.size(), tokens.data(), tokens.size(), &n),
+        std::string("tokenizing ") + what);
+  return tokens;
+}
+
+// Evaluates the prompt for its last logits. With a prompt cache, first restores the longest
+// cached prefix (all but the last token at most: the last one's logits are not cached) and
+// afterwards caches the prompt but its last token. Returns the tokens the cache gave.
+std::size_t evaluate_prompt(const Options& options, aft_session* session,
+                            const std::vector<int32_t>& tokens, std::vector<float>& logits) {
+  const std::size_t n = tokens.size();
+  std::size_t reused = 0;
+  if (options.prompt_cache) {
+    std::string why;
+    if (const auto cache = aft::run::read_prompt_cache(*options.prompt_cache, &why)) {
+      const bool prefix = cache->tokens.size() < n &&
+                          std::equal(cache->tokens.begin(), cache->tokens.end(), tokens.begin());
+      if (!prefix)
+        why = "its " + std::to_string(cache->tokens.size()) + " tokens do not start this prompt";
+      try {
+        if (prefix) {
+          check(aft_session_state_load(session, cache->state.data(), cache->state.size()),
+                "restoring its state");
+          reused = cache->tokens.size();
+        }
+      } catch (const cli::ApiError& error) {
+        why = error.what();
+      }
+    }
+    if (reused == 0) {
+      std::fprintf(stderr, "aft-run: --prompt-cache %s: not used: %s\n",
+                   options.prompt_cache->c_str(), why.c_str());
+    }
+  }
+  if (options.prompt_cache && n - 1 > reused) {
+    check(
+        aft_session_eval(session, tokens.data() + reused, n - 1 - reused, AFT_LOGITS_NONE, nullptr),
+        "evaluating the prompt");
+    aft::run::write_prompt_cache(*options.prompt_cache,
+                                 std::vector<int32_t>(tokens.begin(), tokens.end() - 1), session);
+    check(aft_session_eval(session, &tokens[n - 1], 1, AFT_LOGITS_LAST, logits.data()),
+          "evaluating the prompt");
+  } else {
+    check(aft_session_eval(session, tokens.data() + reused, n - reused, AFT_LOGITS_LAST,
+                           logits.data()),
+          "evaluating the prompt");
+  }
+  return reused;
+}
+
+struct Generated {
+  long long tokens = 0;
+  double decode_ms = 0.0;  // the evaluations of the tokens after the first
+};
+
+// Samples up to n tokens from `logits` on, printing each; stops early at the model's position
+// limit. Leaves the last sampled token unevaluated: `pending` is set to it.
+Generated generate(const aft_model_info& info, aft_session* session, aft_sampler* sampler,
+                   TokenPrinter& printer, std::vector<float>& logits, long long n,
+                   std::optional<int32_t>& pending) {
+  Generated g;
+  while (g.tokens < n) {
+    int32_t token = 0;
+    check(aft_sampler_sample(sampler, logits.data(), logits.size(), &token), "sampling");
+    printer.token(token);
+    ++g.tokens;
+    pending = token;
+    if (g.tokens == n) break;
+    if (info.max_positions > 0 && aft_session_position(session) >= info.max_positions) {
+      std::fprintf(stderr, "\naft-run: stopped at the model's limit of %lld positions\n",
+                   static_cast<long long>(info.max_positions));
+      break;
+    }
+    const auto step_start = Clock::now();
+    check(aft_session_eval(session, &token, 1, AFT_LOGITS_LAST, logits.data()), "generating");
+    pending.reset();
+    g.decode_ms += ms_since(step_start);
+  }
+  return g;
+}
+
+// -i: each line of stdin (its newline included) continues the sequence, then -n tokens follow.
+void interact(const Options& options, const aft_model* model, const aft_model_info& info,
+              aft_session* session, aft_sampler* sampler, TokenPrinter& printer,
+              std::vector<float>& logits, std::optional<int32_t> pending) {
+  const bool terminal = isatty(fileno(stdin)) != 0;
+  std::string line;
+  for (;;) {
+    if (terminal) std::fputs("\n> ", stderr);
+    if (!std::getline(std::cin, line)) break;
+    // The line's newline too, where the vocabulary has one; a line it cannot encode is skipped.
+    std::vector<int32_t> turn;
+    try {
+      turn = tokenize(model, line + "\n", "the line");
+      line += "\n";
+    } catch (const cli::ApiError&) {
+      try {
+        turn = tokenize(model, line, "the line");
+      } catch (const cli::ApiError& error) {
+        std::fprintf(stderr, "aft-run: %s; skipped\n", error.what());
+        continue;
+      }
+    }
+    if (pending) turn.insert(turn.begin(), *pending);  // the last sampled token, not yet fed
+    pending.reset();
+    if (turn.empty()) continue;
+    if (info.max_positions > 0 &&
+        aft_session_position(session) + static_cast<int64_t>(turn.size()) >= info.max_positions) {
+      std::fprintf(stderr, "aft-run: the model's limit of %lld positions is reached\n",
+                   static_cast<long long>(info.max_positions));
+      break;
+    }
+    for (int32_t token : turn) check(aft_sampler_accept(sampler, token), "recording the line");
+    check(aft_session_eval(session, turn.data(), turn.size(), AFT_LOGITS_LAST, logits.data()),
+          "evaluating the line");
+    write_out(line.data(), line.size());
+    generate(info, session, sampler, printer, logits, options.n_predict, pending);
+    printer.finish();
+    write_out("\n", 1);
+  }
+}
+
 int run(const Options& options) {
   const std::string prompt = options.prompt ? *options.prompt : read_file(*options.prompt_file);
   if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
@@ -249,14 +392,7 @@ int run(const Options& options) {
   aft_model_info info;
   check(aft_model_get_info(model.get(), &info), "reading the model");
 
-  size_t n_prompt = 0;
-  const aft_status sized =
-      aft_tokenize(model.get(), prompt.data(), prompt.size(), nullptr, 0, &n_prompt);
-  if (sized != AFT_ERR_BUFFER_TOO_SMALL) check(sized, "tokenizing the prompt");
-  std::vector<int32_t> tokens(n_prompt);
-  check(aft_tokenize(model.get(), prompt.data(), prompt.size(), tokens.data(), tokens.size(),
-                     &n_prompt),
-        "tokenizing the prompt");
+  const std::vector<int32_t> tokens = tokenize(model.get(), prompt, "the prompt");
 
   aft_session_params session_params = aft_session_default_params();
   session_params.n_threads = static_cast<int32_t>(options.threads);
@@ -277,40 +413,28 @@ int run(const Options& options) {
 
   std::vector<float> logits(static_cast<size_t>(info.vocab_size));
   const auto prefill_start = Clock::now();
-  check(
-      aft_session_eval(session.get(), tokens.data(), tokens.size(), AFT_LOGITS_LAST, logits.data()),
-      "evaluating the prompt");
+  const std::size_t cached = evaluate_prompt(options, session.get(), tokens, logits);
   const double prefill_ms = ms_since(prefill_start);
   // Echoed once evaluated: a prompt the model refuses (past its positions) is not printed first.
   write_out(prompt.data(), prompt.size());
 
   TokenPrinter printer(model.get());
-  long long generated = 0;
-  double decode_ms = 0.0;
-  while (generated < options.n_predict) {
-    int32_t token = 0;
-    check(aft_sampler_sample(sampler.get(), logits.data(), logits.size(), &token), "sampling");
-    printer.token(token);
-    ++generated;
-    if (generated == options.n_predict) break;
-    if (info.max_positions > 0 && aft_session_position(session.get()) >= info.max_positions) {
-      std::fprintf(stderr, "\naft-run: stopped at the model's limit of %lld positions\n",
-                   static_cast<long long>(info.max_positions));
-      break;
-    }
-    const auto step_start = Clock::now();
-    check(aft_session_eval(session.get(), &token, 1, AFT_LOGITS_LAST, logits.data()), "generating");
-    decode_ms += ms_since(step_start);
-  }
+  std::optional<int32_t> pending;
+  const Generated g =
+      generate(info, session.get(), sampler.get(), printer, logits, options.n_predict, pending);
   printer.finish();
   write_out("\n", 1);  // flushed: the text ends before the summary starts on a shared terminal
 
-  const long long decoded = generated > 0 ? generated - 1 : 0;
+  const std::size_t evaluated = tokens.size() - cached;
+  const long long decoded = g.tokens > 0 ? g.tokens - 1 : 0;
   std::fprintf(stderr,
-               "aft-run: load %.1f ms | prompt %zu tokens, %.1f ms, %.1f tokens/s | "
-               "generated %lld tokens, decode %.1f ms, %.1f tokens/s\n",
-               load_ms, tokens.size(), prefill_ms, tokens.size() * 1000.0 / prefill_ms, generated,
-               decode_ms, decoded > 0 ? decoded * 1000.0 / decode_ms : 0.0);
+               "aft-run: load %.1f ms | prompt %zu tokens (%zu from the prompt cache), %.1f ms, "
+               "%.1f tokens/s | generated %lld tokens, decode %.1f ms, %.1f tokens/s\n",
+               load_ms, tokens.size(), cached, prefill_ms, evaluated * 1000.0 / prefill_ms,
+               g.tokens, g.decode_ms, decoded > 0 ? decoded * 1000.0 / g.decode_ms : 0.0);
+  if (options.interactive) {
+    interact(options, model.get(), info, session.get(), sampler.get(), printer, logits, pending);
+  }
   if (options.verbose) report_state(session.get());
   return 0;
 }

@@ -11,8 +11,12 @@ packages=(
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
   python3-distributed  # examples/dask_eval.py
   python3-venv python3-wheel  # tests/install_test.sh: pip installs the package in a venv, offline
-  nodejs npm  # tests/node: Hugging Face's tokenizer, the BPE tokenizer's reference
 )
+# tests/node (Hugging Face's tokenizer, the BPE tokenizer's reference) needs node and npm: Debian's
+# packages where neither is there. A machine with another Node.js (NodeSource's nodejs carries its
+# own npm, which Debian's npm package conflicts with) keeps its own.
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 
 # The pinned @huggingface/tokenizers of tests/node/package-lock.json (the registry is needed once).
 node_reference() {
