@@ -32,8 +32,11 @@ int64_t integer_field(const json& body, const char* name, int64_t min, int64_t m
   if (!value.is_number_integer()) {
     throw invalid(name, "expected an integer, found " + value.dump());
   }
-  if (value.is_number_unsigned() ? value.get<uint64_t>() > static_cast<uint64_t>(max)
-                                 : value.get<int64_t>() < min || value.get<int64_t>() > max) {
+  const bool in_range =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() <= static_cast<uint64_t>(max) && value.get<int64_t>() >= min
+          : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
+  if (!in_range) {
     throw invalid(name, "expected an integer in [" + std::to_string(min) + ", " +
                             std::to_string(max) + "], found " + value.dump());
   }
