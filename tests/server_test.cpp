@@ -71,10 +71,16 @@ class Server {
     }
     ADD_FAILURE() << "the server did not become ready: " << log();
   }
-  ~Server() {
+  ~Server() { terminate(); }
+  // SIGTERM; the exit status (-1: killed by a signal).
+  int terminate() {
+    if (pid_ < 0) return exit_status_;
     kill(pid_, SIGTERM);
     int status = 0;
     waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exit_status_;
   }
   httplib::Client client() const {
     httplib::Client client("127.0.0.1", port_);
@@ -90,6 +96,7 @@ class Server {
   TempFile log_{"server-log"};
   int port_;
   pid_t pid_ = -1;
+  int exit_status_ = -1;
 };
 
 struct Reply {
@@ -348,39 +355,54 @@ TEST(Server, ApiKeyAndBodyLimit) {
   EXPECT_EQ(health->status, 200);
 }
 
+// A streamed request that never ends by itself, read on a thread until hang_up().
+class EndlessStream {
+ public:
+  explicit EndlessStream(const Server& server)
+      : thread_([this, &server] {
+          httplib::Client client = server.client();
+          httplib::Request request;
+          request.method = "POST";
+          request.path = "/v1/completions";
+          request.body = json({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}}).dump();
+          request.set_header("Content-Type", "application/json");
+          request.content_receiver = [this](const char* data, size_t size, uint64_t, uint64_t) {
+            received_.append(data, size);
+            started_ = true;
+            return !hang_up_;
+          };
+          httplib::Response response;
+          httplib::Error error;
+          client.send(request, response, error);
+        }) {}
+  ~EndlessStream() { hang_up(); }
+  bool started() {
+    for (int i = 0; i < 500 && !started_; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return started_;
+  }
+  // Closes the connection (if the server has not ended the stream); returns what was received.
+  const std::string& hang_up() {
+    hang_up_ = true;
+    if (thread_.joinable()) thread_.join();
+    return received_;
+  }
+
+ private:
+  std::atomic<bool> started_{false}, hang_up_{false};
+  std::string received_;
+  std::thread thread_;
+};
+
 // A client that goes away mid-stream frees its slot; a full queue is refused with 503.
 TEST(Server, DisconnectCancelsAndAFullQueueRefuses) {
   Server server(kDecayModel, {"--parallel", "1", "--max-queue", "0"});
-  const std::string endless =
-      json({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}}).dump();
-  std::atomic<bool> streaming{false}, hang_up{false};
-  std::thread streamer([&] {
-    httplib::Client client = server.client();
-    httplib::Request request;
-    request.method = "POST";
-    request.path = "/v1/completions";
-    request.body = endless;
-    request.set_header("Content-Type", "application/json");
-    request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-      streaming = true;
-      return !hang_up;
-    };
-    httplib::Response response;
-    httplib::Error error;
-    client.send(request, response, error);
-  });
-  for (int i = 0; i < 500 && !streaming; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!streaming) {
-    hang_up = true;
-    streamer.join();
-    FAIL() << "the stream did not start: " << server.log();
-  }
+  EndlessStream stream(server);
+  ASSERT_TRUE(stream.started()) << server.log();
   // While it streams, the only slot is taken and nothing may wait.
   const Reply refused = complete(server, {{"prompt", "b"}, {"max_tokens", 1}});
-  hang_up = true;
-  streamer.join();
+  stream.hang_up();
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.body["error"]["type"], "server_busy");
   // Once the stream's client has gone, the slot is free again.
@@ -390,6 +412,19 @@ TEST(Server, DisconnectCancelsAndAFullQueueRefuses) {
     if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(status, 200) << server.log();
+}
+
+// SIGTERM ends the requests in flight (a stream with an error event, then [DONE]) and exits 0.
+TEST(Server, TerminateEndsStreams) {
+  Server server(kDecayModel);
+  EndlessStream stream(server);
+  ASSERT_TRUE(stream.started()) << server.log();
+  EXPECT_EQ(server.terminate(), 0);
+  const std::string& received = stream.hang_up();
+  EXPECT_NE(received.find("the server is shutting down"), std::string::npos);
+  const std::string done = "data: [DONE]\n\n";
+  ASSERT_GE(received.size(), done.size());
+  EXPECT_EQ(received.substr(received.size() - done.size()), done);
 }
 
 TEST(Server, ChatTokenizeAndMetrics) {

@@ -85,7 +85,9 @@ int serve(const Options& options) {
   std::fprintf(stderr, "aft-server: stopping (%s)\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   state.ready = false;
-  // No new requests; those in flight finish (the scheduler still runs) before it goes.
+  // Requests in flight end with an error (an endless stream would otherwise hold its handler's
+  // thread, which http.stop() waits for), then the listener stops.
+  scheduler.shutdown();
   http.stop();
   listener.join();
   return 0;

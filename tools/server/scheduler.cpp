@@ -77,13 +77,15 @@ Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& me
   thread_ = std::thread([this] { run(); });
 }
 
-Scheduler::~Scheduler() {
+Scheduler::~Scheduler() { shutdown(); }
+
+void Scheduler::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 bool Scheduler::submit(std::shared_ptr<Job> job) {
@@ -300,6 +302,11 @@ void Scheduler::finish(Slot& slot, const char* reason) {
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
+  if (slot.job->cancelled()) {  // no handler is left to log it
+    std::fprintf(stderr,
+                 "aft-server: request %llu cancelled (the client went away) after %zu tokens\n",
+                 static_cast<unsigned long long>(slot.job->id), slot.result.tokens.size());
+  }
   slot.result.error = message;
   size_t length = 0;  // resets the detokenizer for the slot's next job
   aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);

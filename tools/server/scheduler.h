@@ -25,11 +25,15 @@ class Scheduler {
   // Creates the slots' sessions and warms them up (one prompt and one batch step) before
   // returning; throws cli::ApiError if the engine refuses.
   Scheduler(const aft_model* model, const Options& options, Metrics& metrics);
-  ~Scheduler();
+  ~Scheduler();  // shutdown()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a job; false when every slot is busy and the queue is full.
+  // Fails every job in a slot or the queue ("the server is shutting down") and stops the thread;
+  // submit() refuses from then on.
+  void shutdown();
+
+  // Queues a job; false when every slot is busy and the queue is full, or after shutdown().
   bool submit(std::shared_ptr<Job> job);
   const PrefixCache& cache() const { return cache_; }
   int slots() const { return static_cast<int>(slots_.size()); }
