@@ -82,6 +82,7 @@ class Server {
     exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return exit_status_;
   }
+  int port() const { return port_; }
   httplib::Client client() const {
     httplib::Client client("127.0.0.1", port_);
     client.set_read_timeout(std::chrono::seconds(20));
@@ -135,6 +136,16 @@ TEST(Server, BadFlagsExitWithUsage) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--port: expected an integer"), std::string::npos) << r.err;
   EXPECT_EQ(run_command(AFT_SERVER_PATH, "").exit_code, 2);
+}
+
+TEST(Server, APortInUseIsAnError) {
+  Server server(kDecayModel);
+  const CommandResult r = run_command(
+      AFT_SERVER_PATH, shell_quote(kDecayModel) + " --port " + std::to_string(server.port()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(server.port())),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Server, CompletionCountsTokens) {

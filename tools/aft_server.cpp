@@ -3,6 +3,7 @@
 // Exit codes: 0 stopped by a signal, 1 a runtime error (model, address), 2 bad usage.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +41,11 @@ int serve(const Options& options) {
   state.model_name = std::filesystem::path(options.model).filename().string();
   httplib::Server http;
   http.set_payload_max_length(options.max_body_bytes);
+  // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
+  http.set_socket_options([](int socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // Each streaming request holds a thread: enough for every slot and the queue, and a few more.
   const size_t threads = static_cast<size_t>(options.parallel + options.max_queue + 4);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
