@@ -324,6 +324,9 @@ TEST(Server, InvalidRequestsNameTheField) {
       {{{"prompt", "a"}, {"stop", {1}}}, "stop"},
       {{{"prompt", "a"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "a"}, {"seed", 1.5}}, "seed"},
+      {{{"prompt", "a"}, {"logprobs", 2}}, "logprobs"},
+      {{{"prompt", "a"}, {"echo", true}}, "echo"},
+      {{{"prompt", "a"}, {"n", 2}}, "n"},
   };
   for (const auto& [request, param] : cases) {
     const Reply r = complete(server, request);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -94,6 +95,10 @@ int serve(const Options& options) {
   // Requests in flight end with an error (an endless stream would otherwise hold its handler's
   // thread, which http.stop() waits for), then the listener stops.
   scheduler.shutdown();
+  // httplib stops calling a stream's provider once stopping: let the streams send their end first.
+  for (int i = 0; i < 500 && state.open_streams > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   http.stop();
   listener.join();
   return 0;

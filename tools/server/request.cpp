@@ -154,6 +154,17 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
   if (present(body, "n") && body["n"] != 1) {
     throw invalid("n", "only one choice per request is supported, found " + body["n"].dump());
   }
+  // Features not served yet are refused rather than silently ignored.
+  for (const char* name : {"logprobs", "top_logprobs", "echo", "suffix", "tools", "functions"}) {
+    const json value = present(body, name) ? body[name] : json(nullptr);
+    if (!value.is_null() && value != false && value != 0 && value != "" && value != json::array()) {
+      throw invalid(name,
+                    "not supported by aft-server yet (docs/server.md), found " + value.dump());
+    }
+  }
+  if (present(body, "best_of") && body["best_of"] != 1) {
+    throw invalid("best_of", "only 1 is supported, found " + body["best_of"].dump());
+  }
 }
 
 void check_prompt_length(const CompletionRequest& request, const ModelLimits& limits,

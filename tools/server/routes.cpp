@@ -56,6 +56,7 @@ void count_job(ServerState& state, const Job& job) {
 void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job,
             ResponseContext context) {
   res.set_header("Cache-Control", "no-cache");
+  ++state.open_streams;
   res.set_chunked_content_provider(
       "text/event-stream",
       [&state, job, context](size_t, httplib::DataSink& sink) {
@@ -87,8 +88,9 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
         }
         return true;
       },
-      [job](bool success) {
+      [&state, job](bool success) {
         if (!success) job->cancel();
+        --state.open_streams;
       });
 }
 

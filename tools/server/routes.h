@@ -26,6 +26,7 @@ struct ServerState {
   std::atomic<bool> ready{false};
   Metrics metrics;
   std::atomic<uint64_t> next_id{1};
+  std::atomic<int> open_streams{0};  // streamed responses not yet fully written
 };
 
 void install_routes(httplib::Server& http, ServerState& state);
