@@ -1,9 +1,6 @@
 // aft-server as a client meets it: the real binary on a free loopback port, spoken to over HTTP.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -30,44 +28,38 @@ using nlohmann::json;
 const std::string kDecayModel = AFT_SHIPPED_DECAY_MODEL;  // char tokens: text is its tokens
 const std::string kFixtures = AFT_FIXTURES_DIR;
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // The server as a child process, its stderr in a file; stopped with SIGTERM.
 class Server {
  public:
-  explicit Server(const std::string& model, std::vector<std::string> args = {})
-      : port_(free_port()) {
-    std::vector<std::string> argv = {AFT_SERVER_PATH,       model,       "--port",
-                                     std::to_string(port_), "--threads", "1"};
+  // Started on --port 0: the kernel picks a free port, which the server's ready line names.
+  explicit Server(const std::string& model, std::vector<std::string> args = {}) {
+    std::vector<std::string> argv = {AFT_SERVER_PATH, model, "--port", "0", "--threads", "1"};
     argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> raw;  // built before fork: the child only calls what is safe there
+    for (std::string& arg : argv) raw.push_back(arg.data());
+    raw.push_back(nullptr);
+    const std::string log_path = log_.path();
     pid_ = fork();
     if (pid_ == 0) {
-      const int log = open(log_.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(log, STDERR_FILENO);
       dup2(log, STDOUT_FILENO);
-      std::vector<char*> raw;
-      for (std::string& arg : argv) raw.push_back(arg.data());
-      raw.push_back(nullptr);
       execv(raw[0], raw.data());
       _exit(127);
     }
-    httplib::Client client = this->client();
-    for (int i = 0; i < 300; ++i) {
-      auto res = client.Get("/health");
-      if (res && res->status == 200) return;
+    const std::string ready = "listening on http://127.0.0.1:";
+    for (int i = 0; i < 500; ++i) {
+      const std::string text = log();
+      const size_t at = text.find(ready);
+      if (at != std::string::npos) {
+        port_ = std::atoi(text.c_str() + at + ready.size());
+        auto res = client().Get("/health");
+        if (res && res->status == 200) return;
+        break;
+      }
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ADD_FAILURE() << "the server did not become ready: " << log();
   }
@@ -95,7 +87,7 @@ class Server {
 
  private:
   TempFile log_{"server-log"};
-  int port_;
+  int port_ = 0;
   pid_t pid_ = -1;
   int exit_status_ = -1;
 };

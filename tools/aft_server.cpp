@@ -51,7 +51,9 @@ int serve(const Options& options) {
   const size_t threads = static_cast<size_t>(options.parallel + options.max_queue + 4);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   aft::server::install_routes(http, state);
-  if (!http.bind_to_port(options.host, options.port)) {
+  int port = options.port;
+  if (port == 0) port = http.bind_to_any_port(options.host);
+  if (port <= 0 || (options.port != 0 && !http.bind_to_port(options.host, port))) {
     throw std::runtime_error("cannot listen on " + options.host + ":" +
                              std::to_string(options.port) +
                              " (in use, or not an address of this machine)");
@@ -85,7 +87,7 @@ int serve(const Options& options) {
                "aft-server: %s (%s, %lld parameters, kernels %s), %d slots, listening on "
                "http://%s:%d\n",
                state.model_name.c_str(), info.mixer, static_cast<long long>(info.n_parameters),
-               aft_kernel_isa(), options.parallel, options.host.c_str(), options.port);
+               aft_kernel_isa(), options.parallel, options.host.c_str(), port);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
