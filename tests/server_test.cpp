@@ -420,6 +420,35 @@ TEST(Server, DisconnectCancelsAndAFullQueueRefuses) {
   EXPECT_EQ(status, 200) << server.log();
 }
 
+// A client reading slower than the tokens come (the socket's buffer full) still gets them all.
+TEST(Server, SlowReaderGetsEverything) {
+  Server server(kDecayModel);
+  httplib::Client client = server.client();
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/completions";
+  request.body = json({{"prompt", "a"},
+                       {"max_tokens", 4000},
+                       {"stream", true},
+                       {"stream_options", {{"include_usage", true}}}})
+                     .dump();
+  request.set_header("Content-Type", "application/json");
+  std::string received;
+  int calls = 0;
+  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    if (++calls < 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    received.append(data, size);
+    return true;
+  };
+  httplib::Response response;
+  httplib::Error error;
+  ASSERT_TRUE(client.send(request, response, error));
+  EXPECT_NE(received.find("\"completion_tokens\":4000"), std::string::npos) << server.log();
+  const std::string done = "data: [DONE]\n\n";
+  ASSERT_GE(received.size(), done.size());
+  EXPECT_EQ(received.substr(received.size() - done.size()), done);
+}
+
 // SIGTERM ends the requests in flight (a stream with an error event, then [DONE]) and exits 0.
 TEST(Server, TerminateEndsStreams) {
   Server server(kDecayModel);
@@ -427,7 +456,7 @@ TEST(Server, TerminateEndsStreams) {
   ASSERT_TRUE(stream.started()) << server.log();
   EXPECT_EQ(server.terminate(), 0);
   const std::string& received = stream.hang_up();
-  EXPECT_NE(received.find("the server is shutting down"), std::string::npos);
+  EXPECT_NE(received.find("the server is shutting down"), std::string::npos) << server.log();
   const std::string done = "data: [DONE]\n\n";
   ASSERT_GE(received.size(), done.size());
   EXPECT_EQ(received.substr(received.size() - done.size()), done);

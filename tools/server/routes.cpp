@@ -61,9 +61,12 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
       "text/event-stream",
       [&state, job, context](size_t, httplib::DataSink& sink) {
         std::string text;
-        const bool done = job->take(&text, std::chrono::milliseconds(100));
+        const bool done = job->take(&text, std::chrono::seconds(1));
         std::string events;
         if (!text.empty()) events += sse_event(chunk_json(context, text, ""));
+        // A second without text (a queued request, a long prompt): an SSE comment, which clients
+        // ignore, so that a client gone away is noticed by a failed write.
+        if (!done && text.empty()) events = ": waiting\n\n";
         if (done) {
           const Job::Result& result = job->result();
           if (!result.error.empty()) {
@@ -76,8 +79,9 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
           }
           events += kSseDone;
         }
-        // A client gone away cancels its slot: the scheduler frees it at its next step.
-        if ((!events.empty() && !sink.write(events.data(), events.size())) || !sink.is_writable()) {
+        // A client gone away cancels its slot: the scheduler frees it at its next step. (Not
+        // sink.is_writable(): it is false while the socket's buffer is full, a slow reader.)
+        if (!sink.write(events.data(), events.size())) {
           job->cancel();
           return false;
         }
