@@ -303,6 +303,13 @@ TEST(Server, InvalidRequestsNameTheField) {
   Server server(kDecayModel);
   const Reply malformed = post(server, "/v1/completions", "{\"prompt\": ");
   EXPECT_EQ(malformed.status, 400);
+  // Nested deep enough to exhaust a recursive walk's stack: refused, and the server lives on.
+  const std::string deep =
+      "{\"prompt\": \"a\", \"x\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+  const Reply nested = post(server, "/v1/completions", deep);
+  EXPECT_EQ(nested.status, 400);
+  EXPECT_NE(nested.body["error"]["message"].get<std::string>().find("deeper than"),
+            std::string::npos);
   EXPECT_EQ(malformed.body["error"]["type"], "invalid_request_error");
   const std::vector<std::pair<json, std::string>> cases = {
       {{{"max_tokens", 3}}, "prompt"},

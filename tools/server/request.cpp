@@ -1,5 +1,6 @@
 #include "tools/server/request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -180,7 +181,43 @@ void check_prompt_length(const CompletionRequest& request, const ModelLimits& li
 
 }  // namespace
 
+namespace {
+
+// The deepest nesting of arrays and objects in JSON text (brackets inside strings not counted).
+// Checked before parsing: a body of a million '[' would exhaust the stack of the parser's caller
+// that destroys or walks the value recursively.
+size_t nesting_depth(const std::string& text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+constexpr size_t kMaxNesting = 64;
+
+}  // namespace
+
 json parse_object(const std::string& body) {
+  if (nesting_depth(body) > kMaxNesting) {
+    throw RequestError(400, "the request body nests arrays and objects deeper than " +
+                                std::to_string(kMaxNesting) + " levels");
+  }
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) throw RequestError(400, "the request body is not valid JSON");
   if (!parsed.is_object()) throw RequestError(400, "the request body must be a JSON object");

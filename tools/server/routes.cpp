@@ -250,6 +250,13 @@ void install_routes(httplib::Server& http, ServerState& state) {
         if (res.status == 404) {
           message = "unknown route: " + req.method + " " + req.path;
           type = "not_found_error";
+        } else if (res.status == 413 &&
+                   req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
+          // httplib limits form bodies to 8 KiB whatever --max-body-bytes (curl -d sends that
+          // type).
+          message =
+              "a form-encoded body is limited to 8192 bytes: send the JSON with "
+              "Content-Type: application/json";
         } else if (res.status == 413) {
           message = "the request body exceeds the limit of " +
                     std::to_string(state.options.max_body_bytes) + " bytes (--max-body-bytes)";
