@@ -13,17 +13,24 @@ using nlohmann::json;
 
 namespace {
 
+// A value as a message shows it: its JSON, cut short.
+std::string shown(const json& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
 RequestError invalid(const std::string& param, const std::string& message) {
   return RequestError(400, "'" + param + "': " + message, param);
 }
 
 double number_field(const json& body, const char* name, double min, double max) {
   const json& value = body.at(name);
-  if (!value.is_number()) throw invalid(name, "expected a number, found " + value.dump());
+  if (!value.is_number()) throw invalid(name, "expected a number, found " + shown(value));
   const double x = value.get<double>();
   if (!std::isfinite(x) || x < min || x > max) {
     throw invalid(name, "expected a number in [" + json(min).dump() + ", " + json(max).dump() +
-                            "], found " + value.dump());
+                            "], found " + shown(value));
   }
   return x;
 }
@@ -31,7 +38,7 @@ double number_field(const json& body, const char* name, double min, double max) 
 int64_t integer_field(const json& body, const char* name, int64_t min, int64_t max) {
   const json& value = body.at(name);
   if (!value.is_number_integer()) {
-    throw invalid(name, "expected an integer, found " + value.dump());
+    throw invalid(name, "expected an integer, found " + shown(value));
   }
   const bool in_range =
       value.is_number_unsigned()
@@ -39,14 +46,14 @@ int64_t integer_field(const json& body, const char* name, int64_t min, int64_t m
           : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
   if (!in_range) {
     throw invalid(name, "expected an integer in [" + std::to_string(min) + ", " +
-                            std::to_string(max) + "], found " + value.dump());
+                            std::to_string(max) + "], found " + shown(value));
   }
   return value.get<int64_t>();
 }
 
 bool bool_field(const json& body, const char* name) {
   const json& value = body.at(name);
-  if (!value.is_boolean()) throw invalid(name, "expected true or false, found " + value.dump());
+  if (!value.is_boolean()) throw invalid(name, "expected true or false, found " + shown(value));
   return value.get<bool>();
 }
 
@@ -56,7 +63,7 @@ bool present(const json& body, const char* name) {
 
 std::vector<aft_logit_bias> logit_bias_field(const json& value, const ModelLimits& limits) {
   if (!value.is_object()) {
-    throw invalid("logit_bias", "expected an object of token id -> bias, found " + value.dump());
+    throw invalid("logit_bias", "expected an object of token id -> bias, found " + shown(value));
   }
   std::vector<aft_logit_bias> biases;
   for (const auto& [key, bias] : value.items()) {
@@ -68,7 +75,7 @@ std::vector<aft_logit_bias> logit_bias_field(const json& value, const ModelLimit
     }
     if (!bias.is_number() || std::isnan(bias.get<double>()) || bias.get<double>() > 1e30) {
       throw invalid("logit_bias",
-                    "the bias of token " + key + " must be a number, found " + bias.dump());
+                    "the bias of token " + key + " must be a number, found " + shown(bias));
     }
     biases.push_back({static_cast<int32_t>(token), static_cast<float>(bias.get<double>())});
   }
@@ -81,7 +88,7 @@ std::vector<std::string> stop_field(const json& value) {
     stops.push_back(value.get<std::string>());
   } else if (value.is_array() && value.size() <= 16) {
     for (const json& stop : value) {
-      if (!stop.is_string()) throw invalid("stop", "expected strings, found " + stop.dump());
+      if (!stop.is_string()) throw invalid("stop", "expected strings, found " + shown(stop));
       stops.push_back(stop.get<std::string>());
     }
   } else {
@@ -144,7 +151,7 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
   if (present(body, "stream_options")) {
     const json& options = body["stream_options"];
     if (!options.is_object()) {
-      throw invalid("stream_options", "expected an object, found " + options.dump());
+      throw invalid("stream_options", "expected an object, found " + shown(options));
     }
     if (present(options, "include_usage")) {
       request.include_usage =
@@ -153,18 +160,18 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
   }
   if (present(body, "return_tokens")) request.return_tokens = bool_field(body, "return_tokens");
   if (present(body, "n") && body["n"] != 1) {
-    throw invalid("n", "only one choice per request is supported, found " + body["n"].dump());
+    throw invalid("n", "only one choice per request is supported, found " + shown(body["n"]));
   }
   // Features not served yet are refused rather than silently ignored.
   for (const char* name : {"logprobs", "top_logprobs", "echo", "suffix", "tools", "functions"}) {
     const json value = present(body, name) ? body[name] : json(nullptr);
     if (!value.is_null() && value != false && value != 0 && value != "" && value != json::array()) {
       throw invalid(name,
-                    "not supported by aft-server yet (docs/server.md), found " + value.dump());
+                    "not supported by aft-server yet (docs/server.md), found " + shown(value));
     }
   }
   if (present(body, "best_of") && body["best_of"] != 1) {
-    throw invalid("best_of", "only 1 is supported, found " + body["best_of"].dump());
+    throw invalid("best_of", "only 1 is supported, found " + shown(body["best_of"]));
   }
 }
 
@@ -184,8 +191,8 @@ void check_prompt_length(const CompletionRequest& request, const ModelLimits& li
 namespace {
 
 // The deepest nesting of arrays and objects in JSON text (brackets inside strings not counted).
-// Checked before parsing: a body of a million '[' would exhaust the stack of the parser's caller
-// that destroys or walks the value recursively.
+// Checked before parsing: nlohmann's dump() recurses, and a message showing a prompt of 400,000
+// nested '[' overflowed the handler thread's stack.
 size_t nesting_depth(const std::string& text) {
   size_t depth = 0, deepest = 0;
   bool in_string = false, escaped = false;
@@ -244,7 +251,7 @@ std::vector<int32_t> token_array(const json& value, const ModelLimits& limits,
   for (const json& token : value) {
     if (!token.is_number_integer() || token.get<int64_t>() < 0 ||
         token.get<int64_t>() >= limits.vocab_size) {
-      throw invalid(param, "token " + token.dump() + " is not a token id in [0, " +
+      throw invalid(param, "token " + shown(token) + " is not a token id in [0, " +
                                std::to_string(limits.vocab_size - 1) + "]");
     }
     tokens.push_back(static_cast<int32_t>(token.get<int64_t>()));
@@ -263,7 +270,7 @@ CompletionRequest parse_completion_request(const std::string& body_text,
   } else if (prompt.is_array()) {
     request.prompt = token_array(prompt, limits, "prompt");
   } else {
-    throw invalid("prompt", "expected a string or an array of token ids, found " + prompt.dump());
+    throw invalid("prompt", "expected a string or an array of token ids, found " + shown(prompt));
   }
   check_prompt_length(request, limits, "prompt");
   parse_generation_fields(body, limits, request);
