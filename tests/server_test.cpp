@@ -321,6 +321,7 @@ TEST(Server, InvalidRequestsNameTheField) {
       {{{"prompt", "a"}, {"max_tokens", 0}}, "max_tokens"},
       {{{"prompt", "a"}, {"logit_bias", {{"900", 1}}}}, "logit_bias"},
       {{{"prompt", "a"}, {"stop", {1}}}, "stop"},
+      {{{"prompt", "a"}, {"stop", std::string(1025, 'x')}}, "stop"},
       {{{"prompt", "a"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "a"}, {"seed", 1.5}}, "seed"},
       {{{"prompt", "a"}, {"logprobs", 2}}, "logprobs"},

@@ -96,6 +96,8 @@ std::vector<std::string> stop_field(const json& value) {
   }
   for (const std::string& stop : stops) {
     if (stop.empty()) throw invalid("stop", "a stop string is empty");
+    // Each token's text is matched against every stop string's prefixes on the scheduler's thread.
+    if (stop.size() > 1024) throw invalid("stop", "a stop string is longer than 1024 bytes");
   }
   return stops;
 }
