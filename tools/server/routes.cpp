@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <memory>
 
 #include "tools/server/job.h"
@@ -264,6 +265,18 @@ void install_routes(httplib::Server& http, ServerState& state) {
         send_json(res, res.status, error_json(message, type, ""));
         return httplib::Server::HandlerResponse::Handled;
       }));
+  // Anything a handler did not expect (out of memory, say) is a 500 with an error object.
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr failure) {
+        std::string message = "internal error";
+        try {
+          std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+          message += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        send_json(res, 500, error_json(message, "server_error", ""));
+      });
   http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     // Completions answered by a job have their own line (log_job).
     const bool job_route = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
