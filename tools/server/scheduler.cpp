@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "tools/cli/api_call.h"
@@ -121,21 +123,23 @@ void Scheduler::run() {
       }
       metrics_.queue_depth = static_cast<int64_t>(queue_.size());
     }
-    for (auto& [slot, job] : admitted) start(*slot, std::move(job));
-
-    for (auto& slot : slots_) {
-      if (slot->phase != Slot::Phase::kFree && slot->job->cancelled()) fail(*slot, "cancelled");
-    }
-    // One chunk of one prompt, taking the prefilling slots in turn.
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      Slot& slot = *slots_[(next_prefill_ + i) % slots_.size()];
-      if (slot.phase == Slot::Phase::kPrefill) {
-        next_prefill_ = (next_prefill_ + i + 1) % slots_.size();
-        prefill_chunk(slot);
-        break;
+    try {
+      step(admitted);
+    } catch (const std::exception& e) {  // out of memory, say: the jobs in flight fail, not all
+      const std::string message = std::string("internal error: ") + e.what();
+      for (auto& [slot, job] : admitted) {
+        if (!job) continue;  // started (moved into its slot)
+        Job::Result result;
+        result.error = message;
+        job->finish(std::move(result));
+        slot->phase = Slot::Phase::kFree;
+        std::lock_guard<std::mutex> lock(mutex_);
+        --busy_;
+      }
+      for (auto& slot : slots_) {
+        if (slot->phase != Slot::Phase::kFree && slot->job) fail(*slot, message);
       }
     }
-    decode_step();
   }
   // Shutting down: nobody waits in vain.
   for (auto& slot : slots_) {
@@ -148,6 +152,23 @@ void Scheduler::run() {
     job->finish(std::move(result));
   }
   queue_.clear();
+}
+
+void Scheduler::step(std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted) {
+  for (auto& [slot, job] : admitted) start(*slot, std::move(job));
+  for (auto& slot : slots_) {
+    if (slot->phase != Slot::Phase::kFree && slot->job->cancelled()) fail(*slot, "cancelled");
+  }
+  // One chunk of one prompt, taking the prefilling slots in turn.
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = *slots_[(next_prefill_ + i) % slots_.size()];
+    if (slot.phase == Slot::Phase::kPrefill) {
+      next_prefill_ = (next_prefill_ + i + 1) % slots_.size();
+      prefill_chunk(slot);
+      break;
+    }
+  }
+  decode_step();
 }
 
 void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
@@ -324,15 +345,19 @@ void Scheduler::release(Slot& slot) {
 
 void Scheduler::remember(Slot& slot, std::vector<int32_t> tokens, const float* logits) {
   if (!cache_.enabled()) return;
-  PrefixCache::Entry entry;
-  entry.tokens = std::move(tokens);
-  entry.state.resize(aft_session_state_size(slot.session.get()));
-  if (aft_session_state_save(slot.session.get(), entry.state.data(), entry.state.size(), nullptr) !=
-      AFT_OK) {
-    return;  // a cache that misses is only slower
+  // A cache that misses is only slower: a state that cannot be saved, or held, is not kept.
+  try {
+    PrefixCache::Entry entry;
+    entry.tokens = std::move(tokens);
+    entry.state.resize(aft_session_state_size(slot.session.get()));
+    if (aft_session_state_save(slot.session.get(), entry.state.data(), entry.state.size(),
+                               nullptr) != AFT_OK) {
+      return;
+    }
+    entry.logits.assign(logits, logits + vocab_size_);
+    cache_.insert(std::move(entry));
+  } catch (const std::bad_alloc&) {
   }
-  entry.logits.assign(logits, logits + vocab_size_);
-  cache_.insert(std::move(entry));
 }
 
 }  // namespace aft::server

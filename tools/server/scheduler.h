@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "aft.h"
@@ -41,6 +42,8 @@ class Scheduler {
  private:
   struct Slot;
   void run();
+  // Starts the admitted jobs, then one prompt chunk and one batch step.
+  void step(std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted);
   void start(Slot& slot, std::shared_ptr<Job> job);
   void prefill_chunk(Slot& slot);
   void prompt_done(Slot& slot);
