@@ -231,7 +231,8 @@ TEST(Server, StopStringsAreCut) {
 // Each request's tokens are the same alone or decoded in a batch beside others, prompts of
 // several chunks included.
 TEST(Server, SameSeedSameTextAloneOrConcurrent) {
-  Server server(kDecayModel, {"--parallel", "4", "--state-cache-mib", "0"});
+  Server server(kDecayModel,
+                {"--parallel", "4", "--state-cache-mib", "0", "--prefill-chunk", "32"});
   std::vector<json> requests;
   for (int i = 0; i < 4; ++i) {
     std::string prompt = "Request " + std::to_string(i) + ": the jury said";

@@ -21,7 +21,8 @@ const char kUsage[] =
     "      --api-key KEY            require \"Authorization: Bearer KEY\" (not on /health)\n"
     "      --state-cache-mib N      memory for saved prompt states; 0 = no cache (default 256)\n"
     "      --max-body-bytes N       largest request body; larger gets 413 (default 1048576)\n"
-    "      --prefill-chunk N        prompt tokens evaluated between two decode steps (default 64)\n"
+    "      --prefill-chunk N        prompt tokens evaluated between two decode steps (default "
+    "128)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
