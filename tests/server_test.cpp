@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -112,6 +113,24 @@ std::vector<int32_t> tokens_of(const Reply& reply) {
   return reply.body["choices"][0]["tokens"].get<std::vector<int32_t>>();
 }
 
+// A server-sent event stream's proper end.
+bool ends_with_done(const std::string& events) {
+  const std::string done = "data: [DONE]\n\n";
+  return events.size() >= done.size() &&
+         events.compare(events.size() - done.size(), done.size(), done) == 0;
+}
+
+// A streamed completion request whose events go to receive as they come.
+httplib::Request stream_request(const json& body, httplib::ContentReceiverWithProgress receive) {
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/completions";
+  request.body = body.dump();
+  request.set_header("Content-Type", "application/json");
+  request.content_receiver = std::move(receive);
+  return request;
+}
+
 TEST(Server, HealthAndModels) {
   Server server(kDecayModel);
   auto health = server.client().Get("/health");
@@ -172,12 +191,10 @@ TEST(Server, CompletionCountsTokens) {
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
   events = res->body;
-  const std::string done = "data: [DONE]\n\n";
-  ASSERT_GE(events.size(), done.size());
-  EXPECT_EQ(events.substr(events.size() - done.size()), done);
+  ASSERT_TRUE(ends_with_done(events)) << events;
   std::string text;
   json usage, finish;
-  for (size_t at = 0; at < events.size() - done.size();) {
+  for (size_t at = 0; at < events.size() - std::strlen("data: [DONE]\n\n");) {
     const size_t end = events.find("\n\n", at);
     ASSERT_EQ(events.compare(at, 6, "data: "), 0) << events;
     const json chunk = json::parse(events.substr(at + 6, end - at - 6));
@@ -376,16 +393,13 @@ class EndlessStream {
   explicit EndlessStream(const Server& server)
       : thread_([this, &server] {
           httplib::Client client = server.client();
-          httplib::Request request;
-          request.method = "POST";
-          request.path = "/v1/completions";
-          request.body = json({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}}).dump();
-          request.set_header("Content-Type", "application/json");
-          request.content_receiver = [this](const char* data, size_t size, uint64_t, uint64_t) {
-            received_.append(data, size);
-            started_ = true;
-            return !hang_up_;
-          };
+          httplib::Request request =
+              stream_request({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}},
+                             [this](const char* data, size_t size, uint64_t, uint64_t) {
+                               received_.append(data, size);
+                               started_ = true;
+                               return !hang_up_;
+                             });
           httplib::Response response;
           httplib::Error error;
           client.send(request, response, error);
@@ -432,30 +446,23 @@ TEST(Server, DisconnectCancelsAndAFullQueueRefuses) {
 // A client reading slower than the tokens come (the socket's buffer full) still gets them all.
 TEST(Server, SlowReaderGetsEverything) {
   Server server(kDecayModel);
-  httplib::Client client = server.client();
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/completions";
-  request.body = json({{"prompt", "a"},
-                       {"max_tokens", 4000},
-                       {"stream", true},
-                       {"stream_options", {{"include_usage", true}}}})
-                     .dump();
-  request.set_header("Content-Type", "application/json");
   std::string received;
   int calls = 0;
-  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    if (++calls < 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    received.append(data, size);
-    return true;
-  };
+  httplib::Request request =
+      stream_request({{"prompt", "a"},
+                      {"max_tokens", 4000},
+                      {"stream", true},
+                      {"stream_options", {{"include_usage", true}}}},
+                     [&](const char* data, size_t size, uint64_t, uint64_t) {
+                       if (++calls < 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                       received.append(data, size);
+                       return true;
+                     });
   httplib::Response response;
   httplib::Error error;
-  ASSERT_TRUE(client.send(request, response, error));
+  ASSERT_TRUE(server.client().send(request, response, error));
   EXPECT_NE(received.find("\"completion_tokens\":4000"), std::string::npos) << server.log();
-  const std::string done = "data: [DONE]\n\n";
-  ASSERT_GE(received.size(), done.size());
-  EXPECT_EQ(received.substr(received.size() - done.size()), done);
+  EXPECT_TRUE(ends_with_done(received));
 }
 
 // SIGTERM ends the requests in flight (a stream with an error event, then [DONE]) and exits 0.
@@ -466,9 +473,7 @@ TEST(Server, TerminateEndsStreams) {
   EXPECT_EQ(server.terminate(), 0);
   const std::string& received = stream.hang_up();
   EXPECT_NE(received.find("the server is shutting down"), std::string::npos) << server.log();
-  const std::string done = "data: [DONE]\n\n";
-  ASSERT_GE(received.size(), done.size());
-  EXPECT_EQ(received.substr(received.size() - done.size()), done);
+  EXPECT_TRUE(ends_with_done(received)) << server.log();
 }
 
 TEST(Server, ChatTokenizeAndMetrics) {
