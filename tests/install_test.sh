@@ -50,6 +50,10 @@ prompt="The jury said"
 "$prefix/bin/aft-run" "$model" --prompt "$prompt" -n 24 --seed 1 > aft-run.out 2> /dev/null
 [ "$(wc -c < aft-run.out)" -gt $((${#prompt} + 10)) ] || fail "aft-run generated no text"
 "$prefix/bin/aft-bench" --help > /dev/null || fail "aft-bench --help failed"
+# aft-server is built (and installed) only where cpp-httplib was found.
+if [ -e "$build/tools/aft-server" ]; then
+  "$prefix/bin/aft-server" --help > /dev/null || fail "aft-server is not installed, or --help failed"
+fi
 
 # A C++ program with its own copies of inline library code that the engine uses too (shared_ptr's
 # tag, to_chars' digit table) links libaft.a: the engine's copies are local to it.

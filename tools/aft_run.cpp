@@ -92,12 +92,10 @@ struct Options {
 // Returns nullopt when --help was asked for.
 std::optional<Options> parse_args(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(arg + ": missing value");
-      return argv[++i];
-    };
+  cli::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
     if (arg == "-h" || arg == "--help") return std::nullopt;
     if (arg == "-m" || arg == "--model") {
       options.model = value();
@@ -140,13 +138,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw UsageError("unknown option " + arg + " (see --help)");
-    } else if (options.model.empty()) {
-      options.model = arg;
     } else {
-      throw UsageError("unexpected argument \"" + arg + "\" (the model is already " +
-                       options.model + ")");
+      args.model(options.model);
     }
   }
   if (options.model.empty()) throw UsageError("no model given");

@@ -61,12 +61,10 @@ constexpr long long kMaxTokens = std::numeric_limits<int32_t>::max();
 
 std::optional<Options> parse_args(int argc, const char* const* argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(arg + ": missing value");
-      return argv[++i];
-    };
+  cli::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
     if (arg == "-h" || arg == "--help") return std::nullopt;
     if (arg == "-m" || arg == "--model") {
       options.model = value();
@@ -95,13 +93,8 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
       options.limits = false;
     } else if (arg == "--bandwidth-mib") {
       options.bandwidth_mib = static_cast<std::size_t>(parse_integer(arg, value(), 1, 1 << 20));
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw UsageError("unknown option " + arg + " (see --help)");
-    } else if (options.model.empty()) {
-      options.model = arg;
     } else {
-      throw UsageError("unexpected argument \"" + arg + "\" (the model is already " +
-                       options.model + ")");
+      args.model(options.model);
     }
   }
   if (options.model.empty()) throw UsageError("no model given");

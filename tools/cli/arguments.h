@@ -21,6 +21,42 @@ float parse_float(const std::string& flag, const std::string& text, float min, f
 // llama.cpp's TOKEN_ID+BIAS or TOKEN_ID-BIAS ("15+1", "15-inf": a ban); +inf is refused.
 aft_logit_bias parse_logit_bias(const std::string& flag, const std::string& text);
 
+// The tools' argument loop: flags, some with a value, and positional arguments.
+//   cli::Arguments args(argc, argv);
+//   while (args.next()) { if (args.arg() == "--port") port = args.value(); ... }
+class Arguments {
+ public:
+  Arguments(int argc, const char* const* argv) : argc_(argc), argv_(argv) {}
+  // Moves to the next argument; false after the last.
+  bool next() {
+    if (++i_ >= argc_) return false;
+    arg_ = argv_[i_];
+    return true;
+  }
+  const std::string& arg() const { return arg_; }
+  // The current flag's value, the argument after it (consumed).
+  std::string value() {
+    if (i_ + 1 >= argc_) throw UsageError(arg_ + ": missing value");
+    return argv_[++i_];
+  }
+  // The current argument as the tool's one positional MODEL: an unknown option or a second model
+  // is bad usage.
+  void model(std::string& model) const {
+    if (!arg_.empty() && arg_[0] == '-')
+      throw UsageError("unknown option " + arg_ + " (see --help)");
+    if (!model.empty()) {
+      throw UsageError("unexpected argument \"" + arg_ + "\" (the model is already " + model + ")");
+    }
+    model = arg_;
+  }
+
+ private:
+  int argc_;
+  const char* const* argv_;
+  int i_ = 0;
+  std::string arg_;
+};
+
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 

@@ -38,12 +38,10 @@ const char kUsage[] =
 std::optional<Options> parse_args(int argc, char** argv) {
   Options options;
   int positional = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw cli::UsageError(arg + ": missing value");
-      return argv[++i];
-    };
+  cli::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
     if (arg == "-h" || arg == "--help") return std::nullopt;
     if (arg == "--reference") {
       options.reference = value();

@@ -1,0 +1,115 @@
+// aft-server: an OpenAI-compatible HTTP server over the engine (docs/server.md). Listens first,
+// answering 503 while the model loads and warms up, then serves until SIGINT or SIGTERM.
+// Exit codes: 0 stopped by a signal, 1 a runtime error (model, address), 2 bad usage.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <httplib.h>
+
+#include "aft.h"
+#include "tools/cli/api_call.h"
+#include "tools/cli/arguments.h"
+#include "tools/cli/progress.h"
+#include "tools/server/options.h"
+#include "tools/server/routes.h"
+#include "tools/server/scheduler.h"
+
+namespace {
+
+using aft::server::Options;
+namespace cli = aft::cli;
+
+int serve(const Options& options) {
+  // The signals are taken by sigwait below, not delivered to whichever thread runs; a client gone
+  // away must fail a write, not end the process.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  aft::server::ServerState state(options);
+  state.model_name = std::filesystem::path(options.model).filename().string();
+  httplib::Server http;
+  http.set_payload_max_length(options.max_body_bytes);
+  // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
+  http.set_socket_options([](int socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // Each streaming request holds a thread: enough for every slot and the queue, and a few more.
+  const size_t threads = static_cast<size_t>(options.parallel + options.max_queue + 4);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  aft::server::install_routes(http, state);
+  int port = options.port;
+  if (port == 0) port = http.bind_to_any_port(options.host);
+  if (port <= 0 || (options.port != 0 && !http.bind_to_port(options.host, port))) {
+    throw std::runtime_error("cannot listen on " + options.host + ":" +
+                             std::to_string(options.port) +
+                             " (in use, or not an address of this machine)");
+  }
+  std::thread listener([&http] { http.listen_after_bind(); });
+  struct StopListener {
+    httplib::Server& http;
+    std::thread& listener;
+    ~StopListener() {
+      http.stop();
+      if (listener.joinable()) listener.join();
+    }
+  } stop_listener{http, listener};
+
+  cli::Progress progress("aft-server");
+  progress.show("loading " + options.model);
+  aft_model_params model_params = aft_model_default_params();
+  model_params.verify_checksums = options.verify_checksums ? 1 : 0;
+  aft_model* raw_model = nullptr;
+  cli::check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
+  const cli::Model model(raw_model);
+  aft_model_info info;
+  cli::check(aft_model_get_info(model.get(), &info), "reading the model");
+  state.limits = {model.get(), info.vocab_size, info.max_positions};
+  progress.show("warming up");
+  aft::server::Scheduler scheduler(model.get(), options, state.metrics);
+  progress.clear();
+  state.scheduler = &scheduler;
+  state.ready = true;
+  std::fprintf(stderr,
+               "aft-server: %s (%s, %lld parameters, kernels %s), %d slots, listening on "
+               "http://%s:%d\n",
+               state.model_name.c_str(), info.mixer, static_cast<long long>(info.n_parameters),
+               aft_kernel_isa(), options.parallel, options.host.c_str(), port);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "aft-server: stopping (%s)\n",
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  state.ready = false;
+  // Requests in flight end with an error (an endless stream would otherwise hold its handler's
+  // thread, which http.stop() waits for), then the listener stops.
+  scheduler.shutdown();
+  // httplib stops calling a stream's provider once stopping: let the streams send their end first.
+  for (int i = 0; i < 500 && state.open_streams > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  http.stop();
+  listener.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return cli::tool_main(
+      "aft-server", aft::server::kUsage, [&] { return aft::server::parse_options(argc, argv); },
+      serve);
+}

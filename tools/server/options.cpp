@@ -1,0 +1,72 @@
+#include "tools/server/options.h"
+
+#include "tools/cli/arguments.h"
+
+namespace aft::server {
+
+using cli::parse_integer;
+using cli::UsageError;
+
+const char kUsage[] =
+    "usage: aft-server MODEL [options]\n"
+    "\n"
+    "Serves an AFT language model over HTTP with OpenAI's completions API (docs/server.md).\n"
+    "\n"
+    "options:\n"
+    "      --host HOST              address to listen on (default 127.0.0.1)\n"
+    "      --port N                 port to listen on (default 8080)\n"
+    "      --parallel N             requests generating at once, decoded as one batch (default 4)\n"
+    "      --max-queue N            requests waiting for a slot; more get 503 (default 64)\n"
+    "  -t, --threads N              threads; 0 = one per physical core (default 0)\n"
+    "      --api-key KEY            require \"Authorization: Bearer KEY\" (not on /health)\n"
+    "      --state-cache-mib N      memory for saved prompt states; 0 = no cache (default 256)\n"
+    "      --max-body-bytes N       largest request body; larger gets 413 (default 1048576)\n"
+    "      --prefill-chunk N        prompt tokens evaluated between two decode steps (default "
+    "128)\n"
+    "      --no-checksum            skip verifying tensor checksums when loading\n"
+    "  -v, --verbose                log each request's sampling settings and cache lookups\n"
+    "  -h, --help                   show this help\n";
+
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options options;
+  cli::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
+    if (arg == "-h" || arg == "--help") return std::nullopt;
+    if (arg == "-m" || arg == "--model") {
+      options.model = value();
+    } else if (arg == "--host") {
+      options.host = value();
+      if (options.host.empty()) throw UsageError("--host: expected an address, found \"\"");
+    } else if (arg == "--port") {
+      options.port = static_cast<int>(parse_integer(arg, value(), 0, 65535));
+    } else if (arg == "--parallel" || arg == "-np") {
+      options.parallel = static_cast<int>(parse_integer(arg, value(), 1, 256));
+    } else if (arg == "--max-queue") {
+      options.max_queue = static_cast<int>(parse_integer(arg, value(), 0, 4096));
+    } else if (arg == "-t" || arg == "--threads") {
+      options.threads = static_cast<int>(parse_integer(arg, value(), 0, 1024));
+    } else if (arg == "--api-key") {
+      options.api_key = value();
+      if (options.api_key.empty()) throw UsageError("--api-key: the key is empty");
+    } else if (arg == "--state-cache-mib") {
+      options.state_cache_bytes = static_cast<size_t>(parse_integer(arg, value(), 0, 1 << 20))
+                                  << 20;
+    } else if (arg == "--max-body-bytes") {
+      options.max_body_bytes = static_cast<size_t>(parse_integer(arg, value(), 1, 1LL << 32));
+    } else if (arg == "--prefill-chunk") {
+      options.prefill_chunk = static_cast<int>(parse_integer(arg, value(), 1, 4096));
+    } else if (arg == "--no-checksum") {
+      options.verify_checksums = false;
+    } else if (arg == "-v" || arg == "--verbose") {
+      options.verbose = true;
+    } else {
+      args.model(options.model);
+    }
+  }
+  if (options.model.empty()) throw UsageError("no model given");
+  return options;
+}
+
+}  // namespace aft::server

@@ -1,0 +1,71 @@
+#include "tools/server/prefix_cache.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace aft::server {
+
+const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>& tokens,
+                                                      size_t max_length) {
+  if (!enabled()) return nullptr;
+  const size_t n = std::min(tokens.size(), max_length);
+  std::vector<uint64_t> hashes(n + 1);
+  hashes[0] = kEmptyHash;
+  for (size_t i = 0; i < n; ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  for (size_t length = n; length > 0; --length) {
+    auto [first, last] = by_hash_.equal_range(hashes[length]);
+    for (auto it = first; it != last; ++it) {
+      const Entry& entry = *it->second;
+      // The hash only finds candidates: the tokens themselves decide.
+      if (entry.tokens.size() == length &&
+          std::equal(entry.tokens.begin(), entry.tokens.end(), tokens.begin())) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        ++hits;
+        return &lru_.front();
+      }
+    }
+  }
+  ++misses;
+  return nullptr;
+}
+
+void PrefixCache::insert(Entry entry) {
+  if (!enabled() || entry.bytes() > budget_) return;
+  uint64_t hash = kEmptyHash;
+  for (int32_t token : entry.tokens) hash = extend_hash(hash, token);
+  auto [first, last] = by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->tokens == entry.tokens) {
+      bytes_used -= it->second->bytes();
+      lru_.erase(it->second);
+      by_hash_.erase(it);
+      --entries;
+      break;
+    }
+  }
+  evict_to(budget_ - entry.bytes());
+  bytes_used += entry.bytes();
+  ++entries;
+  lru_.push_front(std::move(entry));
+  by_hash_.emplace(hash, lru_.begin());
+}
+
+void PrefixCache::evict_to(size_t budget) {
+  while (!lru_.empty() && bytes_used > budget) {
+    const Entry& victim = lru_.back();
+    uint64_t hash = kEmptyHash;
+    for (int32_t token : victim.tokens) hash = extend_hash(hash, token);
+    auto [first, last] = by_hash_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == std::prev(lru_.end())) {
+        by_hash_.erase(it);
+        break;
+      }
+    }
+    bytes_used -= victim.bytes();
+    --entries;
+    lru_.pop_back();
+  }
+}
+
+}  // namespace aft::server

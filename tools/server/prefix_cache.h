@@ -1,0 +1,61 @@
+// Saved session states keyed by the tokens that led to them: a request whose tokens start with a
+// cached sequence restores its state and evaluates only the rest. Least recently used entries go
+// first when the byte budget is exceeded. Used by the scheduler's thread only; the counters are
+// read by /metrics from others.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+namespace aft::server {
+
+class PrefixCache {
+ public:
+  struct Entry {
+    std::vector<int32_t> tokens;
+    std::vector<unsigned char> state;  // aft_session_state_save's bytes after tokens
+    std::vector<float> logits;         // the last token's: a full hit needs no evaluation
+    size_t bytes() const {
+      return tokens.size() * sizeof(int32_t) + state.size() + logits.size() * sizeof(float);
+    }
+  };
+
+  explicit PrefixCache(size_t budget_bytes) : budget_(budget_bytes) {}
+
+  bool enabled() const { return budget_ > 0; }
+
+  // The longest cached sequence that tokens starts with (at most max_length tokens), or null. The
+  // pointer is valid until the next insert.
+  const Entry* longest_prefix(const std::vector<int32_t>& tokens, size_t max_length);
+
+  // Keeps an entry (replacing one with the same tokens); one larger than the budget is dropped.
+  void insert(Entry entry);
+
+  std::atomic<uint64_t> hits{0}, misses{0};
+  std::atomic<uint64_t> bytes_used{0}, entries{0};
+
+ private:
+  using List = std::list<Entry>;
+  void evict_to(size_t budget);
+
+  size_t budget_;
+  List lru_;  // most recent first
+  std::unordered_multimap<uint64_t, List::iterator> by_hash_;
+};
+
+// FNV-1a over token ids, extended one token at a time: the hash of every prefix in one pass.
+inline uint64_t extend_hash(uint64_t hash, int32_t token) {
+  uint32_t bits = static_cast<uint32_t>(token);
+  for (int byte = 0; byte < 4; ++byte, bits >>= 8) {
+    hash ^= bits & 0xFFu;
+    hash *= 0x100000001B3ull;
+  }
+  return hash;
+}
+constexpr uint64_t kEmptyHash = 0xCBF29CE484222325ull;
+
+}  // namespace aft::server

@@ -1,0 +1,67 @@
+// The JSON of a completion request, checked field by field against the model: every refusal names
+// its field, as OpenAI's error objects do.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aft.h"
+
+namespace aft::server {
+
+// A request the server refuses: the HTTP status, the message and the field at fault ("" if none).
+struct RequestError : std::runtime_error {
+  RequestError(int status, const std::string& message, std::string param = "",
+               std::string type = "invalid_request_error")
+      : std::runtime_error(message),
+        status(status),
+        param(std::move(param)),
+        type(std::move(type)) {}
+  int status;
+  std::string param;
+  std::string type;
+};
+
+// What a request is checked against.
+struct ModelLimits {
+  const aft_model* model = nullptr;
+  int32_t vocab_size = 0;
+  int64_t max_positions = 0;  // 0 = unlimited
+};
+
+struct CompletionRequest {
+  std::vector<int32_t> prompt;
+  int32_t max_tokens = 16;
+  aft_sampler_params sampling{};  // logit_bias: the vector below, attached when the sampler is made
+  std::vector<aft_logit_bias> logit_bias;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  bool return_tokens = false;  // an extension: the completion's token ids in the choice
+};
+
+// The body of POST /v1/completions. Throws RequestError.
+CompletionRequest parse_completion_request(const std::string& body, const ModelLimits& limits);
+
+// The body of POST /v1/chat/completions: the messages become a prompt by chat_prompt.
+CompletionRequest parse_chat_request(const std::string& body, const ModelLimits& limits);
+
+// The plain template: "System: ...\nUser: ...\nAssistant: ...\n" ... ending "Assistant:".
+std::string chat_prompt(const nlohmann::json& messages);
+
+// A body parsed as a JSON object, or RequestError.
+nlohmann::json parse_object(const std::string& body);
+
+// text as the model's tokens; RequestError naming param if the tokenizer refuses it.
+std::vector<int32_t> tokenize(const aft_model* model, const std::string& text,
+                              const std::string& param);
+
+// A JSON array of token ids checked against the vocabulary.
+std::vector<int32_t> token_array(const nlohmann::json& value, const ModelLimits& limits,
+                                 const std::string& param);
+
+}  // namespace aft::server

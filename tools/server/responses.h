@@ -1,0 +1,42 @@
+// OpenAI's response shapes: a completion, a streamed chunk, usage, an error object; and the
+// server-sent events that carry a stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/server/job.h"
+
+namespace aft::server {
+
+// What every response of one request shares.
+struct ResponseContext {
+  std::string id;      // "cmpl-7"
+  std::string object;  // "text_completion", "chat.completion" (".chunk" when streamed)
+  std::string model;
+  int64_t created = 0;  // Unix seconds
+  bool chat = false;
+};
+
+nlohmann::json usage_json(const CompletionRequest& request, const Job::Result& result);
+nlohmann::json completion_json(const ResponseContext& context, const CompletionRequest& request,
+                               const std::string& text, const Job::Result& result);
+// A streamed piece of text; finish_reason empty: null (more to come).
+nlohmann::json chunk_json(const ResponseContext& context, const std::string& text,
+                          const std::string& finish_reason);
+// The last chunk of a stream with stream_options.include_usage: no choices, the usage.
+nlohmann::json usage_chunk_json(const ResponseContext& context, const CompletionRequest& request,
+                                const Job::Result& result);
+nlohmann::json error_json(const std::string& message, const std::string& type,
+                          const std::string& param);
+
+// One server-sent event: "data: JSON\n\n".
+std::string sse_event(const nlohmann::json& data);
+constexpr const char kSseDone[] = "data: [DONE]\n\n";
+
+// JSON text for the wire: invalid UTF-8 (never produced, but never fatal) becomes U+FFFD.
+std::string dump(const nlohmann::json& value);
+
+}  // namespace aft::server

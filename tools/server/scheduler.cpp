@@ -1,0 +1,363 @@
+#include "tools/server/scheduler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "tools/cli/api_call.h"
+#include "tools/server/stop_filter.h"
+
+namespace aft::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string failure(const char* doing, aft_status status) {
+  return std::string(doing) + ": " + aft_status_string(status) + ": " + aft_last_error();
+}
+
+}  // namespace
+
+struct Scheduler::Slot {
+  enum class Phase { kFree, kPrefill, kDecode };
+  cli::Session session;
+  cli::Detokenizer detokenizer;
+  cli::Sampler sampler;
+  std::shared_ptr<Job> job;
+  Phase phase = Phase::kFree;
+  size_t prefilled = 0;  // prompt tokens in the session's state
+  std::unique_ptr<StopFilter> stop;
+  Job::Result result;
+  std::vector<float> logits;
+  std::vector<char> text = std::vector<char>(64);
+  Clock::time_point prefill_start;
+};
+
+Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics)
+    : model_(model), options_(options), metrics_(metrics), cache_(options.state_cache_bytes) {
+  aft_model_info info;
+  cli::check(aft_model_get_info(model, &info), "reading the model");
+  vocab_size_ = info.vocab_size;
+  max_positions_ = info.max_positions;
+  aft_session_params params = aft_session_default_params();
+  params.n_threads = options.threads;
+  for (int i = 0; i < options.parallel; ++i) {
+    auto slot = std::make_unique<Slot>();
+    aft_session* session = nullptr;
+    cli::check(aft_session_create(model, &params, &session), "creating a session");
+    slot->session.reset(session);
+    aft_detokenizer* detokenizer = nullptr;
+    cli::check(aft_detokenizer_create(model, &detokenizer), "creating a detokenizer");
+    slot->detokenizer.reset(detokenizer);
+    slot->logits.resize(static_cast<size_t>(vocab_size_));
+    slots_.push_back(std::move(slot));
+  }
+  batch_logits_.resize(slots_.size() * static_cast<size_t>(vocab_size_));
+
+  // Warm up: the first calls size the sessions' buffers and start the thread team.
+  std::vector<aft_session*> sessions;
+  std::vector<int32_t> tokens(slots_.size(), 0);
+  for (auto& slot : slots_) {
+    const int32_t prompt[2] = {0, 0};
+    cli::check(
+        aft_session_eval(slot->session.get(), prompt, 2, AFT_LOGITS_LAST, slot->logits.data()),
+        "warming up (a prompt)");
+    sessions.push_back(slot->session.get());
+  }
+  cli::check(aft_batch_decode(sessions.data(), tokens.data(), sessions.size(), AFT_LOGITS_LAST,
+                              batch_logits_.data()),
+             "warming up (a batch step)");
+  for (auto& slot : slots_) aft_session_reset(slot->session.get());
+
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t free_slots = slots_.size() - static_cast<size_t>(busy_);
+    if (stopping_ || queue_.size() >= free_slots + static_cast<size_t>(options_.max_queue)) {
+      return false;
+    }
+    queue_.push_back(std::move(job));
+    metrics_.queue_depth = static_cast<int64_t>(queue_.size());
+  }
+  wake_.notify_all();
+  return true;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    std::vector<std::pair<Slot*, std::shared_ptr<Job>>> admitted;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty(); });
+      if (stopping_) break;
+      for (auto& slot : slots_) {
+        while (slot->phase == Slot::Phase::kFree && !queue_.empty()) {
+          std::shared_ptr<Job> job = std::move(queue_.front());
+          queue_.pop_front();
+          if (job->cancelled()) continue;
+          slot->phase = Slot::Phase::kPrefill;  // reserved; start() below fills it in
+          ++busy_;
+          admitted.emplace_back(slot.get(), std::move(job));
+        }
+      }
+      metrics_.queue_depth = static_cast<int64_t>(queue_.size());
+    }
+    try {
+      step(admitted);
+    } catch (const std::exception& e) {  // out of memory, say: the jobs in flight fail, not all
+      const std::string message = std::string("internal error: ") + e.what();
+      for (auto& [slot, job] : admitted) {
+        if (!job) continue;  // started (moved into its slot)
+        Job::Result result;
+        result.error = message;
+        job->finish(std::move(result));
+        slot->phase = Slot::Phase::kFree;
+        std::lock_guard<std::mutex> lock(mutex_);
+        --busy_;
+      }
+      for (auto& slot : slots_) {
+        if (slot->phase != Slot::Phase::kFree && slot->job) fail(*slot, message);
+      }
+    }
+  }
+  // Shutting down: nobody waits in vain.
+  for (auto& slot : slots_) {
+    if (slot->phase != Slot::Phase::kFree) fail(*slot, "the server is shutting down");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& job : queue_) {
+    Job::Result result;
+    result.error = "the server is shutting down";
+    job->finish(std::move(result));
+  }
+  queue_.clear();
+}
+
+void Scheduler::step(std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted) {
+  for (auto& [slot, job] : admitted) start(*slot, std::move(job));
+  for (auto& slot : slots_) {
+    if (slot->phase != Slot::Phase::kFree && slot->job->cancelled()) fail(*slot, "cancelled");
+  }
+  // One chunk of one prompt, taking the prefilling slots in turn.
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = *slots_[(next_prefill_ + i) % slots_.size()];
+    if (slot.phase == Slot::Phase::kPrefill) {
+      next_prefill_ = (next_prefill_ + i + 1) % slots_.size();
+      prefill_chunk(slot);
+      break;
+    }
+  }
+  decode_step();
+}
+
+void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
+  slot.job = std::move(job);
+  slot.result = Job::Result{};
+  slot.result.queue_ms = ms_since(slot.job->created);
+  slot.prefill_start = Clock::now();
+  ++metrics_.active_slots;
+  const CompletionRequest& request = slot.job->request;
+
+  aft_sampler_params params = request.sampling;
+  params.logit_bias = request.logit_bias.data();
+  params.n_logit_bias = request.logit_bias.size();
+  aft_sampler* sampler = nullptr;
+  aft_status status = aft_sampler_create(&params, &sampler);
+  slot.sampler.reset(sampler);
+  if (status != AFT_OK) return fail(slot, failure("creating the sampler", status));
+  // The prompt counts among the recent tokens the penalties look at, as in aft-run.
+  for (int32_t token : request.prompt) aft_sampler_accept(slot.sampler.get(), token);
+  slot.stop = std::make_unique<StopFilter>(request.stop);
+
+  slot.prefilled = 0;
+  const PrefixCache::Entry* hit = cache_.longest_prefix(request.prompt, request.prompt.size());
+  if (hit != nullptr &&
+      aft_session_state_load(slot.session.get(), hit->state.data(), hit->state.size()) == AFT_OK) {
+    slot.prefilled = hit->tokens.size();
+    slot.logits = hit->logits;
+  } else {
+    aft_session_reset(slot.session.get());
+  }
+  slot.result.cached_tokens = static_cast<int64_t>(slot.prefilled);
+  if (options_.verbose) {
+    std::fprintf(stderr,
+                 "aft-server: request %llu: %zu prompt tokens, %zu from the cache, seed %llu, "
+                 "temperature %g, top_k %d, top_p %g, min_p %g\n",
+                 static_cast<unsigned long long>(slot.job->id), request.prompt.size(),
+                 slot.prefilled, static_cast<unsigned long long>(request.sampling.seed),
+                 request.sampling.temperature, request.sampling.top_k, request.sampling.top_p,
+                 request.sampling.min_p);
+  }
+  slot.phase = Slot::Phase::kPrefill;
+  if (slot.prefilled == request.prompt.size()) prompt_done(slot);
+}
+
+void Scheduler::prefill_chunk(Slot& slot) {
+  const std::vector<int32_t>& prompt = slot.job->request.prompt;
+  const size_t n =
+      std::min(prompt.size() - slot.prefilled, static_cast<size_t>(options_.prefill_chunk));
+  const bool last = slot.prefilled + n == prompt.size();
+  const auto start = Clock::now();
+  const aft_status status =
+      aft_session_eval(slot.session.get(), prompt.data() + slot.prefilled, n,
+                       last ? AFT_LOGITS_LAST : AFT_LOGITS_NONE, slot.logits.data());
+  if (status != AFT_OK) return fail(slot, failure("evaluating the prompt", status));
+  metrics_.prefill_tokens += n;
+  metrics_.prefill_us += static_cast<uint64_t>(ms_since(start) * 1000);
+  slot.prefilled += n;
+  if (last) prompt_done(slot);
+}
+
+void Scheduler::prompt_done(Slot& slot) {
+  slot.result.prefill_ms = ms_since(slot.prefill_start);
+  if (slot.result.cached_tokens < static_cast<int64_t>(slot.prefilled)) {
+    remember(slot, slot.job->request.prompt, slot.logits.data());
+  }
+  slot.phase = Slot::Phase::kDecode;
+  emit(slot, slot.logits.data());
+}
+
+// Samples the next token from logits and sends its text; ends the job or leaves the token to the
+// next batch step.
+void Scheduler::emit(Slot& slot, const float* logits) {
+  int32_t token = 0;
+  aft_status status =
+      aft_sampler_sample(slot.sampler.get(), logits, static_cast<size_t>(vocab_size_), &token);
+  if (status != AFT_OK) return fail(slot, failure("sampling", status));
+  slot.result.tokens.push_back(token);
+  size_t length = 0;
+  status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
+                                &length);
+  if (status == AFT_ERR_BUFFER_TOO_SMALL) {  // a long token: nothing consumed, again with room
+    slot.text.resize(length);
+    status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
+                                  &length);
+  }
+  if (status != AFT_OK) return fail(slot, failure("decoding a token", status));
+  bool stopped = false;
+  slot.job->append(slot.stop->push(std::string(slot.text.data(), length), &stopped));
+  if (stopped) return finish(slot, "stop");
+  if (slot.result.tokens.size() >= static_cast<size_t>(slot.job->request.max_tokens)) {
+    return finish(slot, "length");
+  }
+  if (max_positions_ > 0 && aft_session_position(slot.session.get()) >= max_positions_) {
+    return finish(slot, "length");
+  }
+}
+
+void Scheduler::decode_step() {
+  std::vector<aft_session*> sessions;
+  std::vector<int32_t> tokens;
+  std::vector<Slot*> decoding;
+  for (auto& slot : slots_) {
+    if (slot->phase != Slot::Phase::kDecode) continue;
+    sessions.push_back(slot->session.get());
+    tokens.push_back(slot->result.tokens.back());
+    decoding.push_back(slot.get());
+  }
+  if (decoding.empty()) return;
+  const auto start = Clock::now();
+  const aft_status status = aft_batch_decode(sessions.data(), tokens.data(), sessions.size(),
+                                             AFT_LOGITS_LAST, batch_logits_.data());
+  const double ms = ms_since(start);
+  if (status != AFT_OK) {
+    for (Slot* slot : decoding) fail(*slot, failure("decoding", status));
+    return;
+  }
+  metrics_.decode_tokens += decoding.size();
+  metrics_.decode_us += static_cast<uint64_t>(ms * 1000);
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    decoding[i]->result.decode_ms += ms;
+    emit(*decoding[i], batch_logits_.data() + i * static_cast<size_t>(vocab_size_));
+  }
+}
+
+void Scheduler::finish(Slot& slot, const char* reason) {
+  // The end of the text: held bytes of an unfinished character, and text held for a stop string
+  // that never came. After a stop, both are dropped (the detokenizer is reset either way).
+  size_t length = 0;
+  aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);
+  if (std::string(reason) != "stop") {
+    bool stopped = false;
+    std::string tail = slot.stop->push(std::string(slot.text.data(), length), &stopped);
+    if (!stopped) tail += slot.stop->flush();
+    slot.job->append(tail);
+  }
+  slot.result.finish_reason = reason;
+  const std::shared_ptr<Job> job = slot.job;
+  std::vector<int32_t> tokens = job->request.prompt;
+  tokens.insert(tokens.end(), slot.result.tokens.begin(), slot.result.tokens.end());
+  job->finish(slot.result);
+  // Then, the client answered: the state after the completion's last token, for a follow-up
+  // request that sends the conversation so far.
+  if (cache_.enabled() &&
+      (max_positions_ == 0 || aft_session_position(slot.session.get()) < max_positions_)) {
+    const int32_t last = slot.result.tokens.back();
+    if (aft_session_eval(slot.session.get(), &last, 1, AFT_LOGITS_LAST, slot.logits.data()) ==
+        AFT_OK) {
+      remember(slot, std::move(tokens), slot.logits.data());
+    }
+  }
+  release(slot);
+}
+
+void Scheduler::fail(Slot& slot, const std::string& message) {
+  if (slot.job->cancelled()) {  // no handler is left to log it
+    std::fprintf(stderr,
+                 "aft-server: request %llu cancelled (the client went away) after %zu tokens\n",
+                 static_cast<unsigned long long>(slot.job->id), slot.result.tokens.size());
+  }
+  slot.result.error = message;
+  size_t length = 0;  // resets the detokenizer for the slot's next job
+  aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);
+  slot.job->finish(slot.result);
+  release(slot);
+}
+
+void Scheduler::release(Slot& slot) {
+  slot.job.reset();
+  slot.phase = Slot::Phase::kFree;
+  --metrics_.active_slots;
+  std::lock_guard<std::mutex> lock(mutex_);
+  --busy_;
+}
+
+void Scheduler::remember(Slot& slot, std::vector<int32_t> tokens, const float* logits) {
+  if (!cache_.enabled()) return;
+  // A cache that misses is only slower: a state that cannot be saved, or held, is not kept.
+  try {
+    PrefixCache::Entry entry;
+    entry.tokens = std::move(tokens);
+    entry.state.resize(aft_session_state_size(slot.session.get()));
+    if (aft_session_state_save(slot.session.get(), entry.state.data(), entry.state.size(),
+                               nullptr) != AFT_OK) {
+      return;
+    }
+    entry.logits.assign(logits, logits + vocab_size_);
+    cache_.insert(std::move(entry));
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+}  // namespace aft::server

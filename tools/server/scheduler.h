@@ -1,0 +1,75 @@
+// Continuous batching. One thread owns the slots (a session each) and loops: admit queued jobs to
+// free slots, evaluate one chunk of one new prompt, then advance every generating slot one token
+// in a single aft_batch_decode. A new prompt thus delays the others' next token by one chunk at
+// most, and each slot's tokens are those it would get alone (batch decode gives each session the
+// bits of decoding alone; the prompt's chunks depend only on the prompt and the cache).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "aft.h"
+#include "tools/server/job.h"
+#include "tools/server/metrics.h"
+#include "tools/server/options.h"
+#include "tools/server/prefix_cache.h"
+
+namespace aft::server {
+
+class Scheduler {
+ public:
+  // Creates the slots' sessions and warms them up (one prompt and one batch step) before
+  // returning; throws cli::ApiError if the engine refuses.
+  Scheduler(const aft_model* model, const Options& options, Metrics& metrics);
+  ~Scheduler();  // shutdown()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Fails every job in a slot or the queue ("the server is shutting down") and stops the thread;
+  // submit() refuses from then on.
+  void shutdown();
+
+  // Queues a job; false when every slot is busy and the queue is full, or after shutdown().
+  bool submit(std::shared_ptr<Job> job);
+  const PrefixCache& cache() const { return cache_; }
+  int slots() const { return static_cast<int>(slots_.size()); }
+
+ private:
+  struct Slot;
+  void run();
+  // Starts the admitted jobs, then one prompt chunk and one batch step.
+  void step(std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted);
+  void start(Slot& slot, std::shared_ptr<Job> job);
+  void prefill_chunk(Slot& slot);
+  void prompt_done(Slot& slot);
+  void emit(Slot& slot, const float* logits);
+  void finish(Slot& slot, const char* reason);
+  void fail(Slot& slot, const std::string& message);
+  void release(Slot& slot);
+  void decode_step();
+  void remember(Slot& slot, std::vector<int32_t> tokens, const float* logits);
+
+  const aft_model* model_;
+  const Options options_;
+  Metrics& metrics_;
+  int32_t vocab_size_ = 0;
+  int64_t max_positions_ = 0;
+  PrefixCache cache_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<float> batch_logits_;
+  size_t next_prefill_ = 0;  // round robin over prefilling slots
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int busy_ = 0;  // slots holding a job (under mutex_)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace aft::server
