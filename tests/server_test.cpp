@@ -317,6 +317,29 @@ TEST(Server, CacheRestoresTheLongestPrefix) {
   EXPECT_NE(metrics->body.find("aft_cache_hits_total 2"), std::string::npos) << metrics->body;
 }
 
+// Inside a long prompt the state is cached every --cache-every tokens: a prompt that shares the
+// beginning but ends otherwise restores the last checkpoint before they part, with the text the
+// server without a cache gives.
+TEST(Server, CheckpointsInsideLongPromptsServeAnotherEnding) {
+  Server cached(kDecayModel, {"--cache-every", "32", "--prefill-chunk", "16"});
+  Server uncached(kDecayModel, {"--state-cache-mib", "0"});
+  const std::string common =
+      "The jury said that the city of Atlanta had been a great place to live for many years, "
+      "and the county";  // 100 characters, one token each
+  const json first = {{"prompt", common + " agreed."}, {"max_tokens", 8}, {"temperature", 0}};
+  const Reply a = complete(cached, first);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  json second = first;
+  second["prompt"] = common + " did not.";
+  const Reply b = complete(cached, second);
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.body["usage"]["prompt_tokens_details"]["cached_tokens"], 96);  // 3 x 32 <= 98
+  const Reply c = complete(uncached, second);
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(b.body["choices"][0]["text"], c.body["choices"][0]["text"]);
+}
+
 TEST(Server, InvalidRequestsNameTheField) {
   Server server(kDecayModel);
   const Reply malformed = post(server, "/v1/completions", "{\"prompt\": ");

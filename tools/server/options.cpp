@@ -23,6 +23,8 @@ const char kUsage[] =
     "      --max-body-bytes N       largest request body; larger gets 413 (default 1048576)\n"
     "      --prefill-chunk N        prompt tokens evaluated between two decode steps (default "
     "128)\n"
+    "      --cache-every N          inside long prompts, also cache the state every N tokens\n"
+    "                               (default 2048)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -55,6 +57,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
                                   << 20;
     } else if (arg == "--max-body-bytes") {
       options.max_body_bytes = static_cast<size_t>(parse_integer(arg, value(), 1, 1LL << 32));
+    } else if (arg == "--cache-every") {
+      options.cache_every = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--prefill-chunk") {
       options.prefill_chunk = static_cast<int>(parse_integer(arg, value(), 1, 4096));
     } else if (arg == "--no-checksum") {

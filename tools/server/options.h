@@ -21,6 +21,10 @@ struct Options {
   // Prompt tokens evaluated between two decode steps. Above 64 a narrow model's prefill runs as a
   // parallel scan: chunks of 64 took 1.85x the time of 128 or 256 on 2 cores (docs/server.md).
   int prefill_chunk = 128;
+  // Inside a long prompt, the state is also cached each time the prefill passes a multiple of
+  // this many tokens: a prompt that shares a long beginning with an earlier one but ends
+  // otherwise evaluates only from the last checkpoint on.
+  int cache_every = 2048;
   bool verify_checksums = true;
   bool verbose = false;
 };

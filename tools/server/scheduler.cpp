@@ -1,5 +1,6 @@
 #include "tools/server/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -215,17 +216,25 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
 
 void Scheduler::prefill_chunk(Slot& slot) {
   const std::vector<int32_t>& prompt = slot.job->request.prompt;
-  const size_t n =
-      std::min(prompt.size() - slot.prefilled, static_cast<size_t>(options_.prefill_chunk));
+  // A chunk ends at the next multiple of --cache-every, where the state is cached.
+  const size_t every = static_cast<size_t>(options_.cache_every);
+  const size_t to_checkpoint = every - slot.prefilled % every;
+  const size_t n = std::min(
+      {prompt.size() - slot.prefilled, static_cast<size_t>(options_.prefill_chunk), to_checkpoint});
   const bool last = slot.prefilled + n == prompt.size();
+  const bool checkpoint = !last && n == to_checkpoint && cache_.enabled();
   const auto start = Clock::now();
   const aft_status status =
       aft_session_eval(slot.session.get(), prompt.data() + slot.prefilled, n,
-                       last ? AFT_LOGITS_LAST : AFT_LOGITS_NONE, slot.logits.data());
+                       last || checkpoint ? AFT_LOGITS_LAST : AFT_LOGITS_NONE, slot.logits.data());
   if (status != AFT_OK) return fail(slot, failure("evaluating the prompt", status));
   metrics_.prefill_tokens += n;
   metrics_.prefill_us += static_cast<uint64_t>(ms_since(start) * 1000);
   slot.prefilled += n;
+  if (checkpoint) {
+    remember(slot, std::vector<int32_t>(prompt.begin(), prompt.begin() + slot.prefilled),
+             slot.logits.data());
+  }
   if (last) prompt_done(slot);
 }
 
