@@ -58,7 +58,7 @@ TEST_F(AftRun, PromptCacheReusesTheStateWithTheSameText) {
   const Result plain = run(model() + " --prompt 'abc ab' -n 20 --seed 3");
   const Result first = run(model() + " --prompt 'abc ab' -n 20 --seed 3" + with_cache);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_NE(first.err.find("not used: no such file yet"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("not used: no such file"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find("prompt 6 tokens (0 from the prompt cache)"), std::string::npos);
   const Result second = run(model() + " --prompt 'abc ab' -n 20 --seed 3" + with_cache);
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -92,7 +92,7 @@ TEST_F(AftRun, PromptCacheReusesTheStateWithTheSameText) {
   std::ofstream(cache.path(), std::ios::trunc) << "not a cache";
   const Result garbage = run(model() + " --prompt 'abc ab' -n 5 --seed 3" + with_cache);
   ASSERT_EQ(garbage.exit_code, 0) << garbage.err;
-  EXPECT_NE(garbage.err.find("not used: not a prompt cache of aft-run"), std::string::npos);
+  EXPECT_NE(garbage.err.find("not used: not a saved prefix state of aft"), std::string::npos);
 }
 
 // -i: each line of stdin joins the sequence (its newline too, where the vocabulary has one; a

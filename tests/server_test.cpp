@@ -20,6 +20,7 @@
 
 #include "model_file_writer.h"
 #include "run_command.h"
+#include "tools/server/routes.h"
 
 namespace aft::testing {
 namespace {
@@ -140,6 +141,36 @@ TEST(Server, HealthAndModels) {
   auto models = server.client().Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "brown-decay-tiny.aft");
+}
+
+// Until the model is loaded and warmed up, /health says "loading" and every other route 503: the
+// routes in process, over a state that never becomes ready.
+TEST(Server, LoadingAnswers503) {
+  server::Options options;
+  options.api_key = "key";
+  server::ServerState state(options);
+  httplib::Server http;
+  server::install_routes(http, state);
+  const int port = http.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread listener([&http] { http.listen_after_bind(); });
+  httplib::Client client("127.0.0.1", port);
+  const httplib::Headers key = {{"Authorization", "Bearer key"}};
+  auto health = client.Get("/health");
+  auto models = client.Get("/v1/models", key);
+  auto completion = client.Post("/v1/completions", key, R"({"prompt": "a"})", "application/json");
+  auto unauthorized = client.Get("/v1/models");
+  http.stop();
+  listener.join();
+  ASSERT_TRUE(health && models && completion && unauthorized);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(json::parse(health->body), json({{"status", "loading"}}));
+  for (const auto* res : {&models, &completion}) {
+    EXPECT_EQ((*res)->status, 503);
+    EXPECT_EQ((*res)->get_header_value("Retry-After"), "1");
+    EXPECT_EQ(json::parse((*res)->body)["error"]["message"], "the model is loading");
+  }
+  EXPECT_EQ(unauthorized->status, 401);  // the key is checked first: loading tells nothing
 }
 
 TEST(Server, BadFlagsExitWithUsage) {

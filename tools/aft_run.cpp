@@ -26,7 +26,7 @@
 #include "aft.h"
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
-#include "tools/run/prompt_cache.h"
+#include "tools/cli/prefix_state.h"
 
 namespace {
 
@@ -263,7 +263,7 @@ std::size_t evaluate_prompt(const Options& options, aft_session* session,
   std::size_t reused = 0;
   if (options.prompt_cache) {
     std::string why;
-    if (const auto cache = aft::run::read_prompt_cache(*options.prompt_cache, &why)) {
+    if (const auto cache = cli::read_prefix_state_file(*options.prompt_cache, &why)) {
       const bool prefix = cache->tokens.size() < n &&
                           std::equal(cache->tokens.begin(), cache->tokens.end(), tokens.begin());
       if (!prefix)
@@ -287,8 +287,10 @@ std::size_t evaluate_prompt(const Options& options, aft_session* session,
     check(
         aft_session_eval(session, tokens.data() + reused, n - 1 - reused, AFT_LOGITS_NONE, nullptr),
         "evaluating the prompt");
-    aft::run::write_prompt_cache(*options.prompt_cache,
-                                 std::vector<int32_t>(tokens.begin(), tokens.end() - 1), session);
+    cli::PrefixState prefix;
+    prefix.tokens.assign(tokens.begin(), tokens.end() - 1);
+    prefix.state = cli::save_session_state(session);
+    cli::write_prefix_state_file(*options.prompt_cache, prefix);
     check(aft_session_eval(session, &tokens[n - 1], 1, AFT_LOGITS_LAST, logits.data()),
           "evaluating the prompt");
   } else {

@@ -11,18 +11,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tools/cli/prefix_state.h"
+
 namespace aft::server {
 
 class PrefixCache {
  public:
-  struct Entry {
-    std::vector<int32_t> tokens;
-    std::vector<unsigned char> state;  // aft_session_state_save's bytes after tokens
-    std::vector<float> logits;         // the last token's: a full hit needs no evaluation
-    size_t bytes() const {
-      return tokens.size() * sizeof(int32_t) + state.size() + logits.size() * sizeof(float);
-    }
-  };
+  // The logits are the last token's: a full hit needs no evaluation.
+  using Entry = cli::PrefixState;
 
   explicit PrefixCache(size_t budget_bytes) : budget_(budget_bytes) {}
 

@@ -207,6 +207,7 @@ void install_routes(httplib::Server& http, ServerState& state) {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!state.ready) {
+      res.set_header("Retry-After", "1");
       send_error(res, RequestError(503, "the model is loading", "", "server_busy"));
       return httplib::Server::HandlerResponse::Handled;
     }

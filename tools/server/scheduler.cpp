@@ -358,14 +358,11 @@ void Scheduler::remember(Slot& slot, std::vector<int32_t> tokens, const float* l
   try {
     PrefixCache::Entry entry;
     entry.tokens = std::move(tokens);
-    entry.state.resize(aft_session_state_size(slot.session.get()));
-    if (aft_session_state_save(slot.session.get(), entry.state.data(), entry.state.size(),
-                               nullptr) != AFT_OK) {
-      return;
-    }
+    entry.state = cli::save_session_state(slot.session.get());
     entry.logits.assign(logits, logits + vocab_size_);
     cache_.insert(std::move(entry));
   } catch (const std::bad_alloc&) {
+  } catch (const cli::ApiError&) {
   }
 }
 
