@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -39,6 +40,28 @@ TEST_F(AftRun, GeneratesAfterThePrompt) {
   EXPECT_EQ(r.out.substr(0, 6), "abc ab");
   EXPECT_EQ(r.out.find_first_not_of("abc \n"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+// The summary's set-up: measured (a first evaluation of the prompt's length) for a short prompt,
+// none for one longer than 64 tokens, whose evaluation dwarfs it.
+double set_up_ms(const std::string& summary) {
+  const size_t at = summary.find("| set-up ");
+  return at == std::string::npos ? -1.0 : std::atof(summary.c_str() + at + 9);
+}
+
+TEST_F(AftRun, SummaryTellsSetUpApartFromThePrompt) {
+  const Result short_prompt = run(model() + " --prompt 'abc ab' -n 2 --seed 3");
+  ASSERT_EQ(short_prompt.exit_code, 0) << short_prompt.err;
+  EXPECT_GT(set_up_ms(short_prompt.err), 0.0) << short_prompt.err;
+  TempFile unlimited;  // the fixture's model stops at 64 positions
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 4;
+  write_model_file(unlimited.path(), config, char_tokenizer({"a", "b", "c", " "}),
+                   random_tensors(config, 5, 0.5f));
+  const Result long_prompt =
+      run(quote(unlimited.path()) + " --prompt '" + std::string(65, 'a') + "' -n 2");
+  ASSERT_EQ(long_prompt.exit_code, 0) << long_prompt.err;
+  EXPECT_EQ(set_up_ms(long_prompt.err), 0.0) << long_prompt.err;
 }
 
 TEST_F(AftRun, SameSeedSameTextWhateverTheThreads) {
