@@ -566,5 +566,100 @@ TEST(Server, ChatTokenizeAndMetrics) {
   EXPECT_NE(metrics.find("aft_active_slots 0"), std::string::npos);
 }
 
+// A model of printable ASCII characters whose metadata carries chat_template (JSON, or no key).
+void write_chat_model(const std::string& path, const json* chat_template) {
+  std::vector<std::string> vocab;
+  for (char c = ' '; c <= '~'; ++c) vocab.emplace_back(1, c);
+  vocab.emplace_back("\n");
+  json config = tiny_config("simple");
+  config["vocab_size"] = vocab.size();
+  ModelImage image =
+      layout_model(config, char_tokenizer(vocab), random_tensors(config, 7, 0.5f), 1024);
+  if (chat_template != nullptr) image.header["metadata"]["chat_template"] = *chat_template;
+  write_bytes(path, to_bytes(image));
+}
+
+// The prompt a chat request became, as its token count and the tokens of the expected text.
+void expect_chat_prompt(const Server& server, const json& messages, const std::string& expected) {
+  const Reply chat = post(server, "/v1/chat/completions",
+                          json({{"messages", messages}, {"max_tokens", 1}}).dump());
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.body["usage"]["prompt_tokens"], expected.size()) << expected;
+  const Reply tokenized = post(server, "/tokenize", json({{"content", expected}}).dump());
+  const Reply same = post(server, "/v1/completions",
+                          json({{"prompt", tokenized.body["tokens"]}, {"max_tokens", 1}}).dump());
+  // The same tokens: the chat's prompt state is in the cache.
+  EXPECT_EQ(same.body["usage"]["prompt_tokens_details"]["cached_tokens"], expected.size());
+}
+
+TEST(Server, ChatTemplateFromTheModelOrTheCommandLine) {
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", "Hi"}},
+                         {{"role", "assistant"}, {"content", "Hello."}},
+                         {{"role", "user"}, {"content", "Who?"}}};
+  TempFile rwkv_model;
+  const json rwkv = "rwkv";
+  write_chat_model(rwkv_model.path(), &rwkv);
+  {
+    Server server(rwkv_model.path());
+    auto props = server.client().Get("/props");
+    ASSERT_TRUE(props);
+    EXPECT_EQ(json::parse(props->body)["chat_template_name"], "rwkv");
+    expect_chat_prompt(server, messages,
+                       "System: Be brief.\n\nUser: Hi\n\nAssistant: Hello.\n\nUser: "
+                       "Who?\n\nAssistant:");
+  }
+  const json custom = {{"begin", "#"},
+                       {"user", "Q {content}\n"},
+                       {"assistant", "A {content}\n"},
+                       {"generation", "A"},
+                       {"stop", {"\nQ"}}};
+  TempFile custom_model;
+  write_chat_model(custom_model.path(), &custom);
+  {
+    Server server(custom_model.path());
+    expect_chat_prompt(server, json::array({messages[1], messages[2], messages[3]}),
+                       "#Q Hi\nA Hello.\nQ Who?\nA");
+    const Reply no_system = post(server, "/v1/chat/completions",
+                                 json({{"messages", messages}, {"max_tokens", 1}}).dump());
+    EXPECT_EQ(no_system.status, 400);
+    EXPECT_EQ(no_system.body["error"]["param"], "messages");
+    EXPECT_NE(no_system.body["error"]["message"].get<std::string>().find("no role \"system\""),
+              std::string::npos)
+        << no_system.body;
+  }
+  {
+    Server server(custom_model.path(), {"--chat-template", "plain"});  // overrides the model's
+    expect_chat_prompt(server, json::array({messages[1]}), "User: Hi\nAssistant:");
+  }
+  TempFile plain_model;
+  write_chat_model(plain_model.path(), nullptr);
+  {
+    Server server(plain_model.path(), {"--chat-template", custom.dump()});
+    expect_chat_prompt(server, json::array({messages[1]}), "#Q Hi\nA");
+  }
+}
+
+TEST(Server, BadChatTemplatesAreRefused) {
+  const CommandResult flag =
+      run_command(AFT_SERVER_PATH, shell_quote(kDecayModel) + " --chat-template llama9");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.err.find("--chat-template: unknown chat template \"llama9\""), std::string::npos)
+      << flag.err;
+  const CommandResult object = run_command(
+      AFT_SERVER_PATH, shell_quote(kDecayModel) + " --chat-template '{\"user\": \"{content}\"}'");
+  EXPECT_EQ(object.exit_code, 2);
+  EXPECT_NE(object.err.find("\"assistant\" is missing"), std::string::npos) << object.err;
+  TempFile model;
+  const json twice = {
+      {"user", "{content}{content}"}, {"assistant", "{content}"}, {"generation", ""}};
+  write_chat_model(model.path(), &twice);
+  const CommandResult own = run_command(AFT_SERVER_PATH, shell_quote(model.path()) + " --port 0");
+  EXPECT_EQ(own.exit_code, 1);
+  EXPECT_NE(own.err.find("its metadata's chat_template: \"user\": expected \"{content}\" once"),
+            std::string::npos)
+      << own.err;
+}
+
 }  // namespace
 }  // namespace aft::testing

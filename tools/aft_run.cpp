@@ -27,6 +27,7 @@
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/prefix_state.h"
+#include "tools/cli/text_file.h"
 
 namespace {
 
@@ -149,18 +150,6 @@ std::optional<Options> parse_args(int argc, char** argv) {
   if (!options.prompt && !options.prompt_file)
     throw UsageError("no prompt: use --prompt or --file");
   return options;
-}
-
-std::string read_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw std::runtime_error(path + ": is a directory, not a prompt file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open the prompt file");
-  std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
-  if (in.bad()) throw std::runtime_error(path + ": cannot read the prompt file");
-  return text;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -409,7 +398,9 @@ void interact(const Options& options, const aft_model* model, const aft_model_in
 }
 
 int run(const Options& options) {
-  const std::string prompt = options.prompt ? *options.prompt : read_file(*options.prompt_file);
+  const std::string prompt = options.prompt
+                                 ? *options.prompt
+                                 : cli::read_text_file(*options.prompt_file, "the prompt file");
   if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
 
   const auto load_start = Clock::now();

@@ -19,6 +19,7 @@
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/progress.h"
+#include "tools/server/chat_template.h"
 #include "tools/server/options.h"
 #include "tools/server/routes.h"
 #include "tools/server/scheduler.h"
@@ -27,6 +28,20 @@ namespace {
 
 using aft::server::Options;
 namespace cli = aft::cli;
+
+// --chat-template's, else the model file's own (its metadata's chat_template), else plain.
+aft::server::ChatTemplate chat_template(const Options& options, const aft_model* model) {
+  if (!options.chat_template.empty())
+    return aft::server::parse_chat_template(options.chat_template);
+  const char* own = aft_model_metadata_get(model, "metadata.chat_template");
+  if (own == nullptr) return aft::server::parse_chat_template("plain");
+  try {
+    return aft::server::parse_chat_template(own);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(options.model + ": its metadata's chat_template: " + error.what() +
+                             " (--chat-template NAME uses another)");
+  }
+}
 
 int serve(const Options& options) {
   // The signals are taken by sigwait below, not delivered to whichever thread runs; a client gone
@@ -62,10 +77,17 @@ int serve(const Options& options) {
   struct StopListener {
     httplib::Server& http;
     std::thread& listener;
-    ~StopListener() {
+    void stop() {
+      if (!listener.joinable()) return;
+      // httplib's stop() does nothing before the listener runs, which then runs for ever: a
+      // model refused at once must not leave the process hanging.
+      for (int i = 0; i < 1000 && !http.is_running(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       http.stop();
-      if (listener.joinable()) listener.join();
+      listener.join();
     }
+    ~StopListener() { stop(); }
   } stop_listener{http, listener};
 
   cli::Progress progress("aft-server");
@@ -78,16 +100,18 @@ int serve(const Options& options) {
   aft_model_info info;
   cli::check(aft_model_get_info(model.get(), &info), "reading the model");
   state.limits = {model.get(), info.vocab_size, info.max_positions};
+  state.chat_template = chat_template(options, model.get());
   progress.show("warming up");
   aft::server::Scheduler scheduler(model.get(), options, state.metrics);
   progress.clear();
   state.scheduler = &scheduler;
   state.ready = true;
   std::fprintf(stderr,
-               "aft-server: %s (%s, %lld parameters, kernels %s), %d slots, listening on "
-               "http://%s:%d\n",
+               "aft-server: %s (%s, %lld parameters, kernels %s), %d slots, chat template %s, "
+               "listening on http://%s:%d\n",
                state.model_name.c_str(), info.mixer, static_cast<long long>(info.n_parameters),
-               aft_kernel_isa(), options.parallel, options.host.c_str(), port);
+               aft_kernel_isa(), options.parallel, state.chat_template.name.c_str(),
+               options.host.c_str(), port);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -101,8 +125,7 @@ int serve(const Options& options) {
   for (int i = 0; i < 500 && state.open_streams > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  http.stop();
-  listener.join();
+  stop_listener.stop();
   return 0;
 }
 

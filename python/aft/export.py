@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import modelfile
+from . import chat_template, modelfile
 from .modelfile import FormatError
 
 PRODUCER = "aft-export"
@@ -254,8 +254,16 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=modelfile.DTYPES, default="f32",
                         help="how the linear layers' weights are stored (default f32; "
                              "docs/format.md); the other tensors stay f32")
+    parser.add_argument("--chat-template", metavar="NAME|JSON",
+                        help="the chat template aft-server uses for this model: plain, rwkv, chatml "
+                             "or a JSON object (docs/server.md); kept in the file's metadata")
     parser.add_argument("--out", type=Path, required=True, help="output model file")
     args = parser.parse_args(argv)
+    try:
+        template = (None if args.chat_template is None
+                    else chat_template.metadata_value(args.chat_template))
+    except ValueError as error:
+        parser.error(f"--chat-template: {error}")
 
     try:
         metadata = {}
@@ -291,6 +299,8 @@ def main(argv=None) -> int:
             config = modelfile.validate_config(config, strict_keys=True)
             state_dict = random_model(config, args.seed).state_dict()
             tokenizer = make_tokenizer(config["vocab_size"], args.tokenizer, vocab)
+        if template is not None:
+            metadata["chat_template"] = template
         size = write_model(args.out, config, state_dict, tokenizer, metadata, args.dtype)
     except (FormatError, OSError) as error:
         print(f"aft_export: error: {error}", file=sys.stderr)

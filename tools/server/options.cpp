@@ -1,6 +1,10 @@
 #include "tools/server/options.h"
 
+#include <stdexcept>
+
 #include "tools/cli/arguments.h"
+#include "tools/cli/text_file.h"
+#include "tools/server/chat_template.h"
 
 namespace aft::server {
 
@@ -25,6 +29,10 @@ const char kUsage[] =
     "128)\n"
     "      --cache-every N          inside long prompts, also cache the state every N tokens\n"
     "                               (default 2048)\n"
+    "      --chat-template NAME|JSON  how chat messages become a prompt: plain, rwkv, chatml or\n"
+    "                               a JSON object (docs/server.md); default: the model file's\n"
+    "                               own (its metadata's chat_template), else plain\n"
+    "      --chat-template-file F   the same, read from a file\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -61,6 +69,15 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.cache_every = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--prefill-chunk") {
       options.prefill_chunk = static_cast<int>(parse_integer(arg, value(), 1, 4096));
+    } else if (arg == "--chat-template" || arg == "--chat-template-file") {
+      const std::string text =
+          arg == "--chat-template" ? value() : cli::read_text_file(value(), "a chat template");
+      try {
+        parse_chat_template(text);
+      } catch (const std::invalid_argument& error) {
+        throw UsageError(arg + ": " + error.what());
+      }
+      options.chat_template = text;
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {

@@ -25,6 +25,9 @@ struct Options {
   // this many tokens: a prompt that shares a long beginning with an earlier one but ends
   // otherwise evaluates only from the last checkpoint on.
   int cache_every = 2048;
+  // A built-in's name or a JSON object (tools/server/chat_template.h); empty: the model's own,
+  // else "plain".
+  std::string chat_template;
   bool verify_checksums = true;
   bool verbose = false;
 };

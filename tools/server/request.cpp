@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 namespace aft::server {
 
@@ -279,18 +280,8 @@ CompletionRequest parse_completion_request(const std::string& body_text,
   return request;
 }
 
-std::string chat_prompt(const json& messages) {
-  std::string prompt;
-  for (const json& message : messages) {
-    const std::string role = message.at("role").get<std::string>();
-    std::string name = role;
-    if (!name.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
-    prompt += name + ": " + message.at("content").get<std::string>() + "\n";
-  }
-  return prompt + "Assistant:";
-}
-
-CompletionRequest parse_chat_request(const std::string& body_text, const ModelLimits& limits) {
+CompletionRequest parse_chat_request(const std::string& body_text, const ModelLimits& limits,
+                                     const ChatTemplate& chat_template) {
   const json body = parse_object(body_text);
   if (!present(body, "messages")) throw invalid("messages", "missing");
   const json& messages = body["messages"];
@@ -308,11 +299,17 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
     }
   }
   CompletionRequest request;
-  request.prompt = tokenize(limits.model, chat_prompt(messages), "messages");
+  std::string prompt;
+  try {
+    prompt = chat_template.render(messages);
+  } catch (const std::invalid_argument& error) {
+    throw invalid("messages", error.what());
+  }
+  request.prompt = tokenize(limits.model, prompt, "messages");
   check_prompt_length(request, limits, "messages");
   parse_generation_fields(body, limits, request);
-  // A chat turn ends where the model starts the next speaker's line.
-  if (request.stop.empty()) request.stop = {"\nUser:"};
+  // A chat turn ends where the model starts the next speaker's turn.
+  if (request.stop.empty()) request.stop = chat_template.stop;
   return request;
 }
 

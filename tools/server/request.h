@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aft.h"
+#include "tools/server/chat_template.h"
 
 namespace aft::server {
 
@@ -47,11 +48,10 @@ struct CompletionRequest {
 // The body of POST /v1/completions. Throws RequestError.
 CompletionRequest parse_completion_request(const std::string& body, const ModelLimits& limits);
 
-// The body of POST /v1/chat/completions: the messages become a prompt by chat_prompt.
-CompletionRequest parse_chat_request(const std::string& body, const ModelLimits& limits);
-
-// The plain template: "System: ...\nUser: ...\nAssistant: ...\n" ... ending "Assistant:".
-std::string chat_prompt(const nlohmann::json& messages);
+// The body of POST /v1/chat/completions: the messages become a prompt by the template, whose stop
+// strings end the turn unless the request gives its own.
+CompletionRequest parse_chat_request(const std::string& body, const ModelLimits& limits,
+                                     const ChatTemplate& chat_template);
 
 // A body parsed as a JSON object, or RequestError.
 nlohmann::json parse_object(const std::string& body);

@@ -102,7 +102,7 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
 void complete(const httplib::Request& req, httplib::Response& res, ServerState& state, bool chat) {
   CompletionRequest request;
   try {
-    request = chat ? parse_chat_request(req.body, state.limits)
+    request = chat ? parse_chat_request(req.body, state.limits, state.chat_template)
                    : parse_completion_request(req.body, state.limits);
   } catch (const RequestError& error) {
     ++state.metrics.requests_failed;
@@ -225,6 +225,14 @@ void install_routes(httplib::Server& http, ServerState& state) {
                                       {"object", "model"},
                                       {"created", 0},
                                       {"owned_by", "aft"}}})}});
+  });
+  // llama-server's /props, as far as it applies: the chat template and the slots.
+  http.Get("/props", [&state](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              {{"model", state.model_name},
+               {"total_slots", state.options.parallel},
+               {"chat_template_name", state.chat_template.name},
+               {"chat_template", state.chat_template.to_json()}});
   });
   http.Post("/v1/completions", [&state](const httplib::Request& req, httplib::Response& res) {
     complete(req, res, state, false);

@@ -22,6 +22,7 @@ struct ServerState {
   const Options& options;
   std::string model_name;
   ModelLimits limits;
+  ChatTemplate chat_template;
   Scheduler* scheduler = nullptr;
   std::atomic<bool> ready{false};
   Metrics metrics;

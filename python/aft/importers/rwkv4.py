@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import export, modelfile
+from .. import chat_template, export, modelfile
 from . import rwkv_cpp_file
 from .checkpoint import ImportRefused, load_state_dict
 
@@ -249,11 +249,13 @@ def tokenizer_for(path, vocab_size: int, pad: bool = False) -> dict:
 
 
 def import_checkpoint(checkpoint, out, tokenizer_path=None, dtype: str = "f32",
-                      pad_tokenizer: bool = False) -> tuple[dict, dict, int]:
+                      pad_tokenizer: bool = False,
+                      extra_metadata: dict | None = None) -> tuple[dict, dict, int]:
     """Converts and writes; returns (config, aft state_dict, file size)."""
     config, tensors, metadata = read_checkpoint(checkpoint)
     tokenizer = tokenizer_for(tokenizer_path, config["vocab_size"], pad_tokenizer)
-    size = export.write_model(out, config, tensors, tokenizer, metadata, dtype)
+    size = export.write_model(out, config, tensors, tokenizer, {**metadata, **(extra_metadata or {})},
+                              dtype)
     return config, tensors, size
 
 
@@ -272,10 +274,19 @@ def main(argv=None) -> int:
                              "ids beyond it unused (RWKV World models: 65,536 rows)")
     parser.add_argument("--dtype", choices=modelfile.DTYPES, default="f32",
                         help="how to store the linear layers' weights (default f32)")
+    parser.add_argument("--chat-template", metavar="NAME|JSON",
+                        help="the chat template aft-server uses for this model: plain, rwkv (the "
+                             "World models' chat form), chatml or a JSON object (docs/server.md)")
     args = parser.parse_args(argv)
     try:
+        extra = {}
+        if args.chat_template is not None:
+            extra["chat_template"] = chat_template.metadata_value(args.chat_template)
+    except ValueError as error:
+        parser.error(f"--chat-template: {error}")
+    try:
         config, state_dict, size = import_checkpoint(args.checkpoint, args.out, args.tokenizer, args.dtype,
-                                                     args.pad_tokenizer)
+                                                     args.pad_tokenizer, extra)
     except (modelfile.FormatError, OSError, UnicodeDecodeError) as error:
         print(f"aft_import_rwkv: error: {error}", file=sys.stderr)
         return 1
