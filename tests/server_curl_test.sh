@@ -36,7 +36,7 @@ pid=$!
 # The line comes once the model is loaded and warmed up.
 base=""
 for _ in $(seq 600); do
-  base="$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$dir/stderr" | sed 's/^listening on //')" || true
+  base="$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$dir/stderr" | cut -d' ' -f3)" || true
   [ -n "$base" ] && break
   kill -0 "$pid" 2> /dev/null || fail "aft-server exited before listening"
   sleep 0.1
@@ -60,12 +60,19 @@ expect_status() {
 }
 # check_json DESCRIPTION PYTHON-EXPRESSION: the expression over the body parsed as `b` holds.
 check_json() {
-  "$python" -c 'import json, sys; b = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
-    "$dir/body" "$2" || fail "$1: not ($2)"
+  "$python" -c '
+import json, sys
+b = json.load(open(sys.argv[1]))
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$dir/body" "$2" || fail "$1: not ($2)"
 }
-# An OpenAI error object of this type.
+# check_error DESCRIPTION TYPE: the body is an OpenAI error object of this type.
 check_error() {
-  check_json "$1" "set(b) == {'error'} and set(b['error']) == {'message', 'type', 'param', 'code'} and b['error']['type'] == '$2' and b['error']['message'] != ''"
+  check_json "$1" "set(b) == {'error'} and b['error']['message'] != '' and
+    set(b['error']) == {'message', 'type', 'param', 'code'} and b['error']['type'] == '$2'"
+}
+# quoted TEXT: TEXT as a JSON (and Python) string literal.
+quoted() {
+  "$python" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"
 }
 check_header() {
   grep -qi "^$1: $2" "$dir/headers" || fail "header $1: expected $2"
@@ -95,12 +102,15 @@ check_json "an unknown route" "b['error']['message'] == 'unknown route: GET /v1/
 request POST /v1/completions "${auth[@]}" "${json[@]}" -d '{"prompt": "The jury", '
 expect_status 400 "malformed JSON"
 check_error "malformed JSON" invalid_request_error
-check_json "malformed JSON" "'not valid JSON' in b['error']['message'] and b['error']['param'] is None"
+check_json "malformed JSON" "'not valid JSON' in b['error']['message']"
+check_json "malformed JSON" "b['error']['param'] is None"
 
 # --max-body-bytes 65536: a body one byte over is refused, one at the limit is served (padded
 # with spaces, which JSON allows).
 padded() { # padded SIZE: a completion request of exactly SIZE bytes
-  "$python" -c 'import sys; head = "{\"prompt\": \"The jury\", \"max_tokens\": 3, \"temperature\": 0"; n = int(sys.argv[1]); sys.stdout.write(head + " " * (n - len(head) - 1) + "}")' "$1"
+  local head='{"prompt": "The jury", "max_tokens": 3, "temperature": 0'
+  "$python" -c 'import sys; head, n = sys.argv[1], int(sys.argv[2])
+sys.stdout.write(head + " " * (n - len(head) - 1) + "}")' "$head" "$1"
 }
 padded 65537 > "$dir/over.json"
 padded 65536 > "$dir/limit.json"
@@ -116,21 +126,24 @@ check_json "a body of --max-body-bytes" "len(b['choices'][0]['text']) == 3"
 body='{"prompt": "The jury said", "max_tokens": 12, "temperature": 0}'
 request POST /v1/completions "${auth[@]}" "${json[@]}" -d "$body"
 expect_status 200 "a JSON completion"
-check_json "a JSON completion" "b['usage']['completion_tokens'] == 12 and len(b['choices'][0]['text']) == 12"
-text="$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"], end="")' "$dir/body")"
+check_json "a JSON completion" "b['usage']['completion_tokens'] == 12"
+check_json "a JSON completion" "len(b['choices'][0]['text']) == 12"
+text="$("$python" -c 'import json, sys
+print(json.load(open(sys.argv[1]))["choices"][0]["text"], end="")' "$dir/body")"
 request POST /v1/completions "${auth[@]}" -d "$body"
 expect_status 200 "a form-encoded completion"
-grep -qi '^Content-Type: application/json' "$dir/headers" || fail "a form-encoded completion: not JSON"
-check_json "a form-encoded completion" "b['choices'][0]['text'] == $("$python" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$text")"
+check_header Content-Type application/json
+check_json "a form-encoded completion" "b['choices'][0]['text'] == $(quoted "$text")"
 # httplib caps form bodies at 8 KiB, whatever --max-body-bytes: a 413 that says what to do.
 request POST /v1/completions "${auth[@]}" --data-binary "@$dir/limit.json"
 expect_status 413 "a form-encoded body over 8 KiB"
-check_json "a form-encoded body over 8 KiB" "'Content-Type: application/json' in b['error']['message']"
+check_json "a form body over 8 KiB" "'Content-Type: application/json' in b['error']['message']"
 
 # Server-sent events: only "data: " lines (or ": " comments), each event one line and a blank
 # line, JSON chunks, then "data: [DONE]" last; the text is the non-streamed one.
 request POST /v1/completions "${auth[@]}" "${json[@]}" -N \
-  -d '{"prompt": "The jury said", "max_tokens": 12, "temperature": 0, "stream": true, "stream_options": {"include_usage": true}}'
+  -d '{"prompt": "The jury said", "max_tokens": 12, "temperature": 0, "stream": true,
+       "stream_options": {"include_usage": true}}'
 expect_status 200 "a streamed completion"
 check_header Content-Type text/event-stream
 "$python" - "$dir/body" "$text" << 'EOF' || fail "the event stream's framing"
@@ -151,14 +164,14 @@ EOF
 
 # /tokenize and /detokenize: one token per character, and back.
 content='The jury said, in 1962: "the city'"'"'s elections."'
-request POST /tokenize "${auth[@]}" "${json[@]}" \
-  --data-binary "$("$python" -c 'import json, sys; print(json.dumps({"content": sys.argv[1]}))' "$content")"
+request POST /tokenize "${auth[@]}" "${json[@]}" --data-binary "{\"content\": $(quoted "$content")}"
 expect_status 200 "/tokenize"
-check_json "/tokenize" "len(b['tokens']) == ${#content} and all(type(t) is int for t in b['tokens'])"
+check_json "/tokenize" "len(b['tokens']) == ${#content}"
+check_json "/tokenize" "all(type(t) is int for t in b['tokens'])"
 cp "$dir/body" "$dir/tokens.json"
 request POST /detokenize "${auth[@]}" "${json[@]}" --data-binary "@$dir/tokens.json"
 expect_status 200 "/detokenize"
-check_json "/detokenize" "b == {'content': $("$python" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$content")}"
+check_json "/detokenize" "b == {'content': $(quoted "$content")}"
 request POST /detokenize "${auth[@]}" "${json[@]}" -d '{"tokens": [-1]}'
 expect_status 400 "/detokenize of a token id out of range"
 check_json "/detokenize of -1" "b['error']['param'] == 'tokens'"

@@ -8,13 +8,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 packages="$1"
 script="$2"
 shift 2
-command -v node > /dev/null ||
-  { echo "skipped: node is not installed (tools/install-deps.sh installs nodejs and npm)"; exit 77; }
+skip() {
+  echo "skipped: $1 (tools/install-deps.sh installs it)"
+  exit 77
+}
+command -v node > /dev/null || skip "node is not installed"
 IFS=, read -r -a needed <<< "$packages"
 for package in "${needed[@]}"; do
-  [ -d "$here/node_modules/$package" ] || {
-    echo "skipped: tests/node/node_modules/$package is missing (tools/install-deps.sh runs npm ci in tests/node)"
-    exit 77
-  }
+  [ -d "$here/node_modules/$package" ] ||
+    skip "tests/node/node_modules/$package is missing: npm ci in tests/node"
 done
 exec node "$here/$script" "$@"

@@ -34,8 +34,9 @@ function positive(name) {
   return value;
 }
 if (!options.server || !options.model) {
-  console.error('usage: node tests/node/server_load.mjs --server AFT_SERVER --model MODEL ' +
-                '[--seconds 30] [--connections 32] [--max-tokens 16] [--parallel 4] [--timeout 10]');
+  console.error('usage: node tests/node/server_load.mjs --server AFT_SERVER --model MODEL\n' +
+                '         [--seconds 30] [--connections 32] [--max-tokens 16] [--parallel 4]\n' +
+                '         [--timeout 10]');
   process.exit(2);
 }
 const seconds = positive('seconds');

@@ -102,7 +102,9 @@ test('a completion: text, finish_reason and usage with cached tokens', async () 
 });
 
 test('a streamed completion gives the same text in chunks, then [DONE]', async () => {
-  const request = { model: kModel, prompt: 'It was the first time', max_tokens: 30, temperature: 0 };
+  const request = {
+    model: kModel, prompt: 'It was the first time', max_tokens: 30, temperature: 0,
+  };
   const whole = await client.completions.create(request);
   const streamed = await collect(await client.completions.create({ ...request, stream: true }));
   assert.equal(streamed.text, whole.choices[0].text);
@@ -141,7 +143,8 @@ test('a seed gives the same sampled text, streamed or not; another seed other te
   const a = await client.completions.create({ ...request, seed: 7 });
   const b = await client.completions.create({ ...request, seed: 7 });
   const other = await client.completions.create({ ...request, seed: 8 });
-  const streamed = await collect(await client.completions.create({ ...request, seed: 7, stream: true }));
+  const streamed = await collect(
+    await client.completions.create({ ...request, seed: 7, stream: true }));
   assert.equal(a.choices[0].text.length, 40);
   assert.equal(b.choices[0].text, a.choices[0].text);
   assert.equal(streamed.text, a.choices[0].text);
@@ -149,7 +152,9 @@ test('a seed gives the same sampled text, streamed or not; another seed other te
 });
 
 test('a stop string ends the text before it, streamed or not', async () => {
-  const request = { model: kModel, prompt: 'The men of the county', max_tokens: 40, temperature: 0 };
+  const request = {
+    model: kModel, prompt: 'The men of the county', max_tokens: 40, temperature: 0,
+  };
   const full = (await client.completions.create(request)).choices[0].text;
   // A stop string the greedy text contains: 4 characters from its middle.
   const stop = full.slice(10, 14);
@@ -162,7 +167,8 @@ test('a stop string ends the text before it, streamed or not', async () => {
   // The tokens generated: the text kept, then the stop string (cut from the text).
   assert.equal(stopped.usage.completion_tokens, expected.length + stop.length);
 
-  const streamed = await collect(await client.completions.create({ ...request, stop, stream: true }));
+  const streamed = await collect(
+    await client.completions.create({ ...request, stop, stream: true }));
   assert.equal(streamed.text, expected);
   assert.equal(streamed.chunks.at(-1).choices[0].finish_reason, 'stop');
 });
