@@ -58,10 +58,15 @@ int serve(const Options& options) {
   httplib::Server http;
   http.set_payload_max_length(options.max_body_bytes);
   // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
-  http.set_socket_options([](int socket) {
+  int listening_socket = -1;
+  http.set_socket_options([&listening_socket](int socket) {
     const int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening_socket = socket;
   });
+  // httplib closes a connection after 5 requests: clients that keep theirs open (OpenAI's, load
+  // generators) would reconnect all the time, in bursts its backlog drops (below).
+  http.set_keep_alive_max_count(1000);
   // Each streaming request holds a thread: enough for every slot and the queue, and a few more.
   const size_t threads = static_cast<size_t>(options.parallel + options.max_queue + 4);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -73,6 +78,9 @@ int serve(const Options& options) {
                              std::to_string(options.port) +
                              " (in use, or not an address of this machine)");
   }
+  // httplib listens with a backlog of 5: 32 clients connecting at once lost connections, each
+  // retried by the kernel a second later. listen() again sets the backlog of a listening socket.
+  if (listening_socket >= 0) listen(listening_socket, SOMAXCONN);
   std::thread listener([&http] { http.listen_after_bind(); });
   struct StopListener {
     httplib::Server& http;
