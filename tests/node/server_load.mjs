@@ -65,7 +65,7 @@ function nextBody() {
   return JSON.stringify({ prompt: words.join(' '), max_tokens: maxTokens, seed: n });
 }
 
-const kKeepAliveMax = 5;  // cpp-httplib's CPPHTTPLIB_KEEPALIVE_MAX_COUNT
+const kKeepAliveMax = 1000;  // aft-server's set_keep_alive_max_count (tools/aft_server.cpp)
 
 const server = await startServer({
   server: options.server,
@@ -89,10 +89,10 @@ try {
     connections,
     duration: seconds,
     timeout,
-    // cpp-httplib closes a connection after 5 requests (its keep-alive maximum, with
+    // The server closes a connection after 1,000 requests (its keep-alive maximum, with
     // "Connection: close"); autocannon ignores that header, writes its next request on the closing
     // socket and then pairs each later response with the previous request's start time (latencies
-    // off by one request each, growing). Reconnecting after 5 requests itself keeps them paired.
+    // off by one request each, growing). Reconnecting after as many requests keeps them paired.
     reconnectRate: kKeepAliveMax,
     requests: [{
       setupRequest: (request) => ({ ...request, body: nextBody() }),
