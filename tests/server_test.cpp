@@ -441,6 +441,39 @@ TEST(Server, ApiKeyAndBodyLimit) {
   EXPECT_EQ(health->status, 200);
 }
 
+// The key from a file (its first line) or from AFT_API_KEY, which a flag overrides.
+TEST(Server, ApiKeyFromAFileOrTheEnvironment) {
+  const std::string body = json({{"prompt", "a"}, {"max_tokens", 1}}).dump();
+  auto status = [&](const Server& server, const std::string& key) {
+    return post(server, "/v1/completions", body, {{"Authorization", "Bearer " + key}}).status;
+  };
+  TempFile key_file("key");
+  std::ofstream(key_file.path()) << "from-file\nsecond line\n";
+  {
+    Server server(kDecayModel, {"--api-key-file", key_file.path()});
+    EXPECT_EQ(status(server, "from-file"), 200);
+    EXPECT_EQ(status(server, "second line"), 401);
+  }
+  setenv("AFT_API_KEY", "from-environment", 1);
+  {
+    Server server(kDecayModel);
+    EXPECT_EQ(status(server, "from-environment"), 200);
+    EXPECT_EQ(status(server, "other"), 401);
+  }
+  {
+    Server server(kDecayModel, {"--api-key", "from-flag"});
+    EXPECT_EQ(status(server, "from-flag"), 200);
+    EXPECT_EQ(status(server, "from-environment"), 401);
+  }
+  unsetenv("AFT_API_KEY");
+  std::ofstream(key_file.path(), std::ios::trunc) << "\n";
+  const CommandResult empty =
+      run_command(AFT_SERVER_PATH,
+                  shell_quote(kDecayModel) + " --api-key-file " + shell_quote(key_file.path()));
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("no key on its first line"), std::string::npos) << empty.err;
+}
+
 // A streamed request that never ends by itself, read on a thread until hang_up().
 class EndlessStream {
  public:

@@ -1,5 +1,6 @@
 #include "tools/server/options.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "tools/cli/arguments.h"
@@ -22,7 +23,9 @@ const char kUsage[] =
     "      --parallel N             requests generating at once, decoded as one batch (default 4)\n"
     "      --max-queue N            requests waiting for a slot; more get 503 (default 64)\n"
     "  -t, --threads N              threads; 0 = one per physical core (default 0)\n"
-    "      --api-key KEY            require \"Authorization: Bearer KEY\" (not on /health)\n"
+    "      --api-key KEY            require \"Authorization: Bearer KEY\" (not on /health); also\n"
+    "                               from the environment, AFT_API_KEY\n"
+    "      --api-key-file FILE      the key is FILE's first line (kept out of the process list)\n"
     "      --state-cache-mib N      memory for saved prompt states; 0 = no cache (default 256)\n"
     "      --max-body-bytes N       largest request body; larger gets 413 (default 1048576)\n"
     "      --prefill-chunk N        prompt tokens evaluated between two decode steps (default "
@@ -60,6 +63,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
     } else if (arg == "--api-key") {
       options.api_key = value();
       if (options.api_key.empty()) throw UsageError("--api-key: the key is empty");
+    } else if (arg == "--api-key-file") {
+      const std::string path = value();
+      const std::string text = cli::read_text_file(path, "an API key file");
+      options.api_key = text.substr(0, text.find_first_of("\r\n"));
+      if (options.api_key.empty())
+        throw UsageError("--api-key-file: " + path + ": no key on its first line");
     } else if (arg == "--state-cache-mib") {
       options.state_cache_bytes = static_cast<size_t>(parse_integer(arg, value(), 0, 1 << 20))
                                   << 20;
@@ -87,6 +96,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
     }
   }
   if (options.model.empty()) throw UsageError("no model given");
+  if (options.api_key.empty()) {
+    const char* key = std::getenv("AFT_API_KEY");
+    if (key != nullptr && *key != '\0') options.api_key = key;
+  }
   return options;
 }
 
