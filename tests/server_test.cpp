@@ -279,12 +279,13 @@ TEST(Server, StopStringsAreCut) {
 // Each request's tokens are the same alone or decoded in a batch beside others, prompts of
 // several chunks included.
 TEST(Server, SameSeedSameTextAloneOrConcurrent) {
+  // 16 at once: each beside 15 others, prompts of 1 to 6 chunks admitted while others decode.
   Server server(kDecayModel,
-                {"--parallel", "4", "--state-cache-mib", "0", "--prefill-chunk", "32"});
+                {"--parallel", "16", "--state-cache-mib", "0", "--prefill-chunk", "32"});
   std::vector<json> requests;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 16; ++i) {
     std::string prompt = "Request " + std::to_string(i) + ": the jury said";
-    for (int j = 0; j < i; ++j) prompt += " that the city of Atlanta, the county and the state";
+    for (int j = 0; j < i % 6; ++j) prompt += " that the city of Atlanta, the county and the state";
     requests.push_back({{"prompt", prompt},
                         {"max_tokens", 30},
                         {"temperature", 0.9},
