@@ -7,6 +7,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config requires OpenCL headers
   libxsimd-dev nlohmann-json3-dev libgtest-dev
   libcpp-httplib-dev  # aft-server (docs/server.md); without it the rest builds
+  libhiredis-dev redis-server  # aft-server --redis, and its tests (docs/server-redis.md)
   pkgconf  # provides pkg-config; tests/install_test.sh builds the examples with it
   clang libomp-dev libclang-rt-14-dev  # tests/run.sh's ThreadSanitizer build (OpenMP: libomp and its archer tool)
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)

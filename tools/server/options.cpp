@@ -25,6 +25,12 @@ const char kUsage[] =
     "128)\n"
     "      --cache-every N          inside long prompts, also cache the state every N tokens\n"
     "                               (default 2048)\n"
+    "      --redis URL              share cached states with other replicas through Redis:\n"
+    "                               redis://[[user]:password@]host[:port][/db] or\n"
+    "                               unix:///path/to.sock (docs/server.md)\n"
+    "      --redis-ttl SECONDS      how long a state stays in Redis after it is written (default\n"
+    "                               86400: a day, so that a conversation resumed the next day is\n"
+    "                               still cached while Redis holds a day of states, not all)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -61,6 +67,15 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.cache_every = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--prefill-chunk") {
       options.prefill_chunk = static_cast<int>(parse_integer(arg, value(), 1, 4096));
+    } else if (arg == "--redis") {
+      options.redis = parse_redis_url(value());
+#ifndef AFT_SERVER_REDIS
+      throw UsageError(
+          "--redis: this aft-server is built without Redis (hiredis was not found: "
+          "tools/install-deps.sh installs libhiredis-dev)");
+#endif
+    } else if (arg == "--redis-ttl") {
+      options.redis_ttl = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {

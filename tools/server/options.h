@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "tools/server/redis_url.h"
+
 namespace aft::server {
 
 struct Options {
@@ -25,6 +27,10 @@ struct Options {
   // this many tokens: a prompt that shares a long beginning with an earlier one but ends
   // otherwise evaluates only from the last checkpoint on.
   int cache_every = 2048;
+  // The state cache shared across replicas (tools/server/redis_store.h), and how long a state
+  // stays there after it is written.
+  std::optional<RedisUrl> redis;
+  int redis_ttl = 86400;
   bool verify_checksums = true;
   bool verbose = false;
 };
