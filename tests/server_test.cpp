@@ -708,11 +708,12 @@ RedisReply redis_command(const std::string& socket, const std::vector<std::strin
 // SIGTERM.
 class RedisServer {
  public:
-  RedisServer() {
+  explicit RedisServer(const std::vector<std::string>& args = {}) {
     socket_ = dir_.path() + "/redis.sock";
     std::vector<std::string> argv = {
-        find_redis_server(), "--port", "0",     "--unixsocket", socket_, "--save", "",
-        "--appendonly",      "no",     "--dir", dir_.path()};
+        find_redis_server(), "--port", "0", "--unixsocket", socket_, "--dir",
+        dir_.path(),         "--save", "",  "--appendonly", "no"};  // nothing on disk
+    argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
     for (std::string& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);
@@ -912,6 +913,36 @@ TEST(Server, RedisDownStillAnswers) {
   EXPECT_GE(metric(server, "aft_redis_errors_total"), 4);  // the lookups at least
   EXPECT_EQ(metric(server, "aft_redis_hits_total"), 0);
   EXPECT_EQ(metric(server, "aft_redis_writes_total"), 0);
+}
+
+// A Redis full (maxmemory, no eviction) refuses writes but answers lookups: no outage (lookups go
+// on: misses, not errors), and the refusal is logged once, not per write.
+TEST(Server, RedisRefusingWritesIsNoOutage) {
+  SKIP_WITHOUT_REDIS_SERVER();
+  RedisServer redis({"--maxmemory", "1mb", "--maxmemory-policy", "noeviction"});
+  ASSERT_TRUE(redis.ready());
+  Server server(kDecayModel, {"--redis", "unix://" + redis.socket()});
+  for (int i = 0; i < 40; ++i) {
+    const Reply r = complete(
+        server,
+        {{"prompt", "The jury said that the city " + std::to_string(i)}, {"max_tokens", 4}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // Each request writes two states of about 17 KB (its prompt's, its completion's): not all 80 fit
+  // in 1 MB.
+  auto settled = [&] {
+    return metric(server, "aft_redis_writes_total") + metric(server, "aft_redis_errors_total") >=
+           80;
+  };
+  for (int i = 0; i < 500 && !settled(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(metric(server, "aft_redis_writes_total"), 0);
+  EXPECT_GT(metric(server, "aft_redis_errors_total"), 0);
+  EXPECT_EQ(metric(server, "aft_redis_misses_total"), 40);
+  const std::string log = server.log();
+  EXPECT_EQ(count_occurrences(log, "refused SET: OOM"), 1u) << log;
+  EXPECT_EQ(count_occurrences(log, "requests go on with the local cache only"), 0u) << log;
 }
 
 #endif  // AFT_SERVER_REDIS

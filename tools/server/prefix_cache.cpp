@@ -35,16 +35,23 @@ size_t PrefixCache::longest_prefix_length(const std::vector<int32_t>& tokens) co
   std::vector<uint64_t> hashes(tokens.size() + 1);
   hashes[0] = kEmptyHash;
   for (size_t i = 0; i < tokens.size(); ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t length = tokens.size(); length > 0; --length) {
-    auto [first, last] = by_hash_.equal_range(hashes[length]);
-    for (auto it = first; it != last; ++it) {
-      const Entry& entry = *it->second;
-      if (entry.tokens.size() == length &&
-          std::equal(entry.tokens.begin(), entry.tokens.end(), tokens.begin())) {
-        return length;
+  // The lock is taken for a batch of lengths at a time: a long prompt's probes (a few ms for
+  // 100,000 tokens) never hold up the scheduler's thread for long.
+  constexpr size_t kBatch = 4096;
+  for (size_t end = tokens.size(); end > 0;) {
+    const size_t begin = end > kBatch ? end - kBatch : 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t length = end; length > begin; --length) {
+      auto [first, last] = by_hash_.equal_range(hashes[length]);
+      for (auto it = first; it != last; ++it) {
+        const Entry& entry = *it->second;
+        if (entry.tokens.size() == length &&
+            std::equal(entry.tokens.begin(), entry.tokens.end(), tokens.begin())) {
+          return length;
+        }
       }
     }
+    end = begin;
   }
   return 0;
 }

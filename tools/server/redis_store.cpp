@@ -26,8 +26,12 @@ constexpr size_t kLookupBatch = 256;
 // Idle connections kept for the handlers' lookups and the writer.
 constexpr size_t kMaxIdle = 16;
 
+// refused: Redis answered with an error (the connection works); otherwise it could not be reached,
+// or the connection failed.
 struct RedisError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit RedisError(const std::string& what, bool refused = false)
+      : std::runtime_error(what), refused(refused) {}
+  bool refused;
 };
 
 struct FreeReply {
@@ -75,9 +79,13 @@ class RedisConnection {
     if (redisSetTimeout(context_.get(), to_timeval(command_timeout)) != REDIS_OK) {
       throw RedisError(std::string("cannot set the timeout: ") + context_->errstr);
     }
-    if (!url.password.empty() && url.user.empty()) command({"AUTH", url.password});
-    if (!url.password.empty() && !url.user.empty()) command({"AUTH", url.user, url.password});
-    if (url.db != 0) command({"SELECT", std::to_string(url.db)});
+    try {
+      if (!url.password.empty() && url.user.empty()) command({"AUTH", url.password});
+      if (!url.password.empty() && !url.user.empty()) command({"AUTH", url.user, url.password});
+      if (url.db != 0) command({"SELECT", std::to_string(url.db)});
+    } catch (const RedisError& e) {  // a wrong password or database: no connection to use
+      throw RedisError(e.what());
+    }
   }
 
   // Queues a command; its reply is read by reply() (pipelining: many commands, one round trip).
@@ -106,7 +114,7 @@ class RedisConnection {
     }
     Reply reply(static_cast<redisReply*>(raw));
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw RedisError(command + ": " + std::string(reply->str, reply->len));
+      throw RedisError(command + ": " + std::string(reply->str, reply->len), /*refused=*/true);
     }
     return reply;
   }
@@ -173,7 +181,9 @@ std::optional<cli::PrefixState> RedisCache::find(const std::vector<int32_t>& tok
       std::vector<size_t> found;  // longest first
       for (size_t i = first; i < last; ++i) {
         const Reply exists = connection->reply();
-        if (exists->type != REDIS_REPLY_INTEGER) throw RedisError("EXISTS: not an integer reply");
+        if (exists->type != REDIS_REPLY_INTEGER) {
+          throw RedisError("EXISTS: not an integer reply", /*refused=*/true);
+        }
         if (exists->integer == 1) found.push_back(lengths[i]);
       }
       for (size_t length : found) {
@@ -193,7 +203,7 @@ std::optional<cli::PrefixState> RedisCache::find(const std::vector<int32_t>& tok
       }
     }
   } catch (const RedisError& e) {
-    failed(e.what());
+    failed(e.what(), e.refused);
     ++metrics_.redis_errors;
     return std::nullopt;
   }
@@ -245,7 +255,7 @@ void RedisCache::write_loop() {
       ++metrics_.redis_writes;
       metrics_.redis_bytes_written += value.size();
     } catch (const RedisError& e) {
-      failed(e.what());
+      failed(e.what(), e.refused);
       ++metrics_.redis_errors;
     } catch (const std::bad_alloc&) {  // the state is dropped; the connection is fine
       release(std::move(connection));
@@ -273,7 +283,7 @@ std::unique_ptr<RedisConnection> RedisCache::acquire() {
     return std::make_unique<RedisConnection>(settings_.url, settings_.connect_timeout,
                                              settings_.command_timeout);
   } catch (const RedisError& e) {
-    failed(e.what());
+    failed(e.what(), e.refused);
     return nullptr;
   }
 }
@@ -283,7 +293,16 @@ void RedisCache::release(std::unique_ptr<RedisConnection> connection) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }
 
-void RedisCache::failed(const std::string& why) {
+void RedisCache::failed(const std::string& why, bool refused) {
+  if (refused) {
+    std::lock_guard<std::mutex> lock(health_mutex_);
+    const Clock::time_point now = Clock::now();
+    if (refusal_logged_ && now - *refusal_logged_ < std::chrono::minutes(1)) return;
+    refusal_logged_ = now;
+    std::fprintf(stderr, "aft-server: redis at %s refused %s (logged at most once a minute)\n",
+                 settings_.url.display().c_str(), why.c_str());
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     idle_.clear();  // connections to a Redis that failed are likely broken too

@@ -6,7 +6,8 @@
 // Redis being down or slow never fails a request: a lookup that fails is a miss, a write that
 // fails is dropped. The first failure is logged and Redis is then left alone for a second at a
 // time (a request meanwhile is a miss without a round trip); the first success after an outage is
-// logged too: one pair of lines per outage, not one per request.
+// logged too: one pair of lines per outage, not one per request. A command Redis refuses (a write
+// past its maxmemory, say) is no outage: logged at most once a minute.
 #pragma once
 
 #include <chrono>
@@ -61,7 +62,8 @@ class RedisCache final : public SharedCache {
   // An idle connection, or a new one; null while Redis is left alone after a failure.
   std::unique_ptr<RedisConnection> acquire();
   void release(std::unique_ptr<RedisConnection> connection);
-  void failed(const std::string& why);
+  // A connection failed (refused: false), or Redis answered a command with an error.
+  void failed(const std::string& why, bool refused);
   void succeeded();
   void write_loop();
 
@@ -74,6 +76,7 @@ class RedisCache final : public SharedCache {
   std::mutex health_mutex_;
   bool down_ = false;
   Clock::time_point retry_at_;
+  std::optional<Clock::time_point> refusal_logged_;
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
