@@ -600,6 +600,14 @@ TEST(Server, RedisUrlsAreChecked) {
   const server::RedisUrl socket = server::parse_redis_url("unix:///run/redis/redis.sock");
   EXPECT_EQ(socket.socket, "/run/redis/redis.sock");
   EXPECT_TRUE(socket.host.empty());
+  EXPECT_EQ(socket.db, 0);
+  const server::RedisUrl secured =
+      server::parse_redis_url("unix://cache:s%2Fcret@/run/redis/redis.sock?db=3");
+  EXPECT_EQ(secured.socket, "/run/redis/redis.sock");
+  EXPECT_EQ(secured.user, "cache");
+  EXPECT_EQ(secured.password, "s/cret");
+  EXPECT_EQ(secured.db, 3);
+  EXPECT_EQ(secured.display(), "unix://cache@/run/redis/redis.sock?db=3");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"", "neither redis:// nor unix://"},
       {"http://localhost", "neither redis:// nor unix://"},
@@ -609,13 +617,16 @@ TEST(Server, RedisUrlsAreChecked) {
       {"redis://localhost:0", "the port \"0\""},
       {"redis://localhost:65536", "the port \"65536\""},
       {"redis://localhost:", "the port is empty"},
-      {"redis://localhost/x", "the database \"x\""},
+      {"redis://u:secret@localhost/x", "in \"redis://***@localhost/x\""},
       {"redis://secret@localhost", "[user]:password"},
       {"redis://:@localhost", "the password is empty"},
       {"redis://:%zz@localhost", "hexadecimal"},
       {"redis://[::1", "']'"},
       {"unix://", "not absolute"},
       {"unix://redis.sock", "not absolute"},
+      {"unix:///redis.sock?db=x", "the query \"db=x\" is not db=N"},
+      {"unix:///redis.sock?password=x", "is not db=N"},
+      {"unix://secret@/redis.sock", "[user]:password"},
   };
   for (const auto& [url, why] : bad) {
     try {
@@ -625,9 +636,9 @@ TEST(Server, RedisUrlsAreChecked) {
       const std::string message = e.what();
       EXPECT_EQ(message.rfind("--redis: ", 0), 0u) << message;
       EXPECT_NE(message.find(why), std::string::npos) << message;
-      EXPECT_NE(message.find("expected redis://[[user]:password@]host[:port][/db] or "
-                             "unix:///path/to.sock"),
-                std::string::npos)
+      EXPECT_EQ(message.find("secret"), std::string::npos) << message;  // credentials hidden
+      EXPECT_EQ(message.find("%zz"), std::string::npos) << message;
+      EXPECT_NE(message.find(std::string("expected ") + server::kRedisUrlForms), std::string::npos)
           << message;
     }
   }
@@ -738,8 +749,7 @@ class RedisServer {
     pid_ = -1;
   }
   bool ready() const {
-    const RedisReply pong = redis_command(socket_, {"PING"});
-    return pong && pong->type == REDIS_REPLY_STATUS && std::string(pong->str) == "PONG";
+    return redis_command(socket_, {"PING"}) != nullptr;  // PONG, or NOAUTH with a password
   }
   const std::string& socket() const { return socket_; }
   const std::string& dir() const { return dir_.path(); }
@@ -943,6 +953,42 @@ TEST(Server, RedisRefusingWritesIsNoOutage) {
   const std::string log = server.log();
   EXPECT_EQ(count_occurrences(log, "refused SET: OOM"), 1u) << log;
   EXPECT_EQ(count_occurrences(log, "requests go on with the local cache only"), 0u) << log;
+}
+
+// A Redis with a password: replicas that give it (and a database) share states; one in another
+// database does not see them; one with a wrong password answers all the same and logs the refusal
+// once, without the password.
+TEST(Server, RedisPasswordAndDatabase) {
+  SKIP_WITHOUT_REDIS_SERVER();
+  RedisServer redis({"--requirepass", "s3cret"});
+  ASSERT_TRUE(redis.ready());
+  const std::string url = "unix://:s3cret@" + redis.socket();
+  Server a(kDecayModel, {"--redis", url + "?db=2"}), b(kDecayModel, {"--redis", url + "?db=2"});
+  Server other_db(kDecayModel, {"--redis", url + "?db=3"});
+  Server wrong(kDecayModel, {"--redis", "unix://:n0pe@" + redis.socket()});
+  const json first = {{"prompt", "The jury said that the city of Atlanta"}, {"max_tokens", 8}};
+  const Reply from_a = complete(a, first);
+  ASSERT_EQ(from_a.status, 200) << from_a.body;
+  ASSERT_TRUE(wait_for_writes(a, 2)) << a.log();  // the prompt's state, the completion's
+  json second = first;
+  second["prompt"] = first["prompt"].get<std::string>() + " and the county";
+  const Reply from_b = complete(b, second);
+  ASSERT_EQ(from_b.status, 200) << from_b.body;
+  EXPECT_EQ(from_b.body["usage"]["prompt_tokens_details"]["cached_tokens"], 38);
+  const Reply elsewhere = complete(other_db, second);
+  ASSERT_EQ(elsewhere.status, 200) << elsewhere.body;
+  EXPECT_EQ(elsewhere.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(metric(other_db, "aft_redis_misses_total"), 1);
+  for (int i = 0; i < 3; ++i) {
+    const Reply refused = complete(wrong, second);
+    ASSERT_EQ(refused.status, 200) << refused.body;
+    EXPECT_EQ(refused.body["usage"]["prompt_tokens_details"]["cached_tokens"], i == 0 ? 0 : 53);
+  }
+  const std::string log = wrong.log();
+  EXPECT_EQ(count_occurrences(log, "AUTH: WRONGPASS"), 1u) << log;
+  EXPECT_EQ(log.find("n0pe"), std::string::npos) << log;
+  EXPECT_GT(metric(wrong, "aft_redis_errors_total"), 0);
+  EXPECT_EQ(metric(wrong, "aft_redis_writes_total"), 0);
 }
 
 #endif  // AFT_SERVER_REDIS

@@ -27,10 +27,10 @@ const char kUsage[] =
     "                               (default 2048)\n"
     "      --redis URL              share cached states with other replicas through Redis:\n"
     "                               redis://[[user]:password@]host[:port][/db] or\n"
-    "                               unix:///path/to.sock (docs/server.md)\n"
+    "                               unix://[[user]:password@]/path/to.sock[?db=N]\n"
     "      --redis-ttl SECONDS      how long a state stays in Redis after it is written (default\n"
-    "                               86400: a day, so that a conversation resumed the next day is\n"
-    "                               still cached while Redis holds a day of states, not all)\n"
+    "                               86400, a day: longer than a conversation's pauses, and Redis\n"
+    "                               then holds about a day of states, not every one ever written)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";

@@ -312,8 +312,8 @@ void RedisCache::failed(const std::string& why, bool refused) {
   if (down_) return;
   down_ = true;
   std::fprintf(stderr,
-               "aft-server: redis at %s: %s; requests go on with the local cache only until it "
-               "answers (tried again every second)\n",
+               "aft-server: redis at %s: %s (requests go on with the local cache only until it "
+               "answers; tried again every second)\n",
                settings_.url.display().c_str(), why.c_str());
 }
 

@@ -7,12 +7,21 @@
 
 namespace aft::server {
 
-const char kRedisUrlForms[] = "redis://[[user]:password@]host[:port][/db] or unix:///path/to.sock";
+const char kRedisUrlForms[] =
+    "redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path/to.sock[?db=N]";
 
 namespace {
 
+// The URL in messages: its credentials hidden.
+std::string shown(const std::string& url) {
+  const size_t scheme = url.find("://"), at = url.rfind('@');
+  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return url;
+  return url.substr(0, scheme + 3) + "***" + url.substr(at);
+}
+
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
-  throw cli::UsageError("--redis: " + why + " in \"" + url + "\": expected " + kRedisUrlForms);
+  throw cli::UsageError("--redis: " + why + " in \"" + shown(url) + "\": expected " +
+                        kRedisUrlForms);
 }
 
 // Digits only (no sign, no spaces), in [min, max].
@@ -45,11 +54,22 @@ std::string percent_decode(const std::string& url, const std::string& text) {
   return out;
 }
 
+// [user]:password, %-decoded, into url.
+void parse_credentials(const std::string& text, const std::string& credentials, RedisUrl& url) {
+  const size_t colon = credentials.find(':');
+  if (colon == std::string::npos) bad(text, "the credentials are not [user]:password");
+  url.user = percent_decode(text, credentials.substr(0, colon));
+  url.password = percent_decode(text, credentials.substr(colon + 1));
+  if (url.password.empty()) bad(text, "the password is empty");
+}
+
 }  // namespace
 
 std::string RedisUrl::display() const {
-  if (!socket.empty())
-    return "unix://" + socket + (db != 0 ? " (db " + std::to_string(db) + ")" : "");
+  if (!socket.empty()) {
+    return "unix://" + (user.empty() ? "" : user + "@") + socket +
+           (db != 0 ? "?db=" + std::to_string(db) : "");
+  }
   const std::string where = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return "redis://" + (user.empty() ? "" : user + "@") + where + ":" + std::to_string(port) + "/" +
          std::to_string(db);
@@ -59,8 +79,23 @@ RedisUrl parse_redis_url(const std::string& text) {
   RedisUrl url;
   const std::string unix_scheme = "unix://", redis_scheme = "redis://";
   if (text.compare(0, unix_scheme.size(), unix_scheme) == 0) {
-    url.socket = text.substr(unix_scheme.size());
-    if (url.socket.empty() || url.socket[0] != '/') bad(text, "the socket's path is not absolute");
+    std::string rest = text.substr(unix_scheme.size());
+    const size_t query = rest.rfind('?');
+    if (query != std::string::npos) {
+      const std::string db = rest.substr(query + 1);
+      if (db.compare(0, 3, "db=") != 0 || !parse_number(db.substr(3), 0, 1 << 20, &url.db)) {
+        bad(text, "the query \"" + db + "\" is not db=N");
+      }
+      rest.resize(query);
+    }
+    if (!rest.empty() && rest[0] != '/') {  // credentials before the path
+      const size_t at = rest.find("@/");
+      if (at == std::string::npos) bad(text, "the socket's path is not absolute");
+      parse_credentials(text, rest.substr(0, at), url);
+      rest = rest.substr(at + 1);
+    }
+    if (rest.empty() || rest[0] != '/') bad(text, "the socket's path is not absolute");
+    url.socket = rest;
     return url;
   }
   if (text.compare(0, 9, "rediss://") == 0) bad(text, "TLS (rediss://) is not supported");
@@ -78,12 +113,7 @@ RedisUrl parse_redis_url(const std::string& text) {
   }
   const size_t at = rest.rfind('@');
   if (at != std::string::npos) {
-    const std::string credentials = rest.substr(0, at);
-    const size_t colon = credentials.find(':');
-    if (colon == std::string::npos) bad(text, "the credentials are not [user]:password");
-    url.user = percent_decode(text, credentials.substr(0, colon));
-    url.password = percent_decode(text, credentials.substr(colon + 1));
-    if (url.password.empty()) bad(text, "the password is empty");
+    parse_credentials(text, rest.substr(0, at), url);
     rest = rest.substr(at + 1);
   }
   std::string port;
