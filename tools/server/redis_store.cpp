@@ -206,6 +206,9 @@ std::optional<cli::PrefixState> RedisCache::find(const std::vector<int32_t>& tok
     failed(e.what(), e.refused);
     ++metrics_.redis_errors;
     return std::nullopt;
+  } catch (const std::bad_alloc&) {  // a record too large to hold now: a miss (replies unread)
+    ++metrics_.redis_errors;
+    return std::nullopt;
   }
   release(std::move(connection));
   succeeded();
