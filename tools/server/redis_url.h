@@ -20,8 +20,8 @@ struct RedisUrl {
 extern const char kRedisUrlForms[];  // the forms accepted, for messages
 
 // redis://[[user]:password@]host[:port][/db] (an IPv6 address in brackets) or
-// unix://[[user]:password@]/path/to.sock[?db=N]; user and password may be %-encoded. Throws cli::UsageError naming --redis, what is wrong and
-// the forms expected.
+// unix://[[user]:password@]/path/to.sock[?db=N]; user and password may be %-encoded. Throws
+// cli::UsageError naming --redis, what is wrong and the forms expected.
 RedisUrl parse_redis_url(const std::string& text);
 
 }  // namespace aft::server
