@@ -151,6 +151,7 @@ TEST_F(CApiModel, NullPointersBesideAValidModelAreNamed) {
   EXPECT_EQ(aft_model_metadata_count(nullptr), 0u);
   EXPECT_EQ(aft_model_metadata_get(nullptr, "config.mixer"), nullptr);
   EXPECT_EQ(aft_model_metadata_get(model, nullptr), nullptr);
+  EXPECT_EQ(aft_model_fingerprint(nullptr), 0u);
   EXPECT_STREQ(aft_status_string(static_cast<aft_status>(42)), "unknown status");
 }
 

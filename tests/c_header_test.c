@@ -12,6 +12,7 @@ int main(void) {
     fprintf(stderr, "unexpected status %d: %s\n", (int)status, aft_last_error());
     return 1;
   }
+  if (aft_model_fingerprint(model) != 0) return 1; /* NULL names no model */
   aft_sampler_params params = aft_sampler_default_params();
   params.temperature = 0.0f;
   aft_sampler* sampler = NULL;

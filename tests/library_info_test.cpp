@@ -74,6 +74,25 @@ TEST_F(TinyModelTest, MetadataHoldsEveryConfigKeyTheTokenizerAndTheFileStrings) 
   EXPECT_STREQ(info.tokenizer, "byte");
 }
 
+// The fingerprint is the one the model's saved states carry (bytes 12 to 15, docs/format.md): the
+// same for the same file, another for other weights.
+TEST_F(TinyModelTest, FingerprintIsTheOneStatesCarry) {
+  ModelHandle model = load();
+  const uint32_t fingerprint = aft_model_fingerprint(model.get());
+  SessionHandle session = new_session(model.get());
+  std::vector<unsigned char> state(aft_session_state_size(session.get()));
+  ASSERT_EQ(aft_session_state_save(session.get(), state.data(), state.size(), nullptr), AFT_OK);
+  ASSERT_GE(state.size(), 16u);
+  const uint32_t carried =
+      state[12] | state[13] << 8 | state[14] << 16 | static_cast<uint32_t>(state[15]) << 24;
+  EXPECT_EQ(fingerprint, carried);
+  EXPECT_EQ(aft_model_fingerprint(load_model(file_.path()).get()), fingerprint);
+  TempFile other;
+  write_random_model(other.path(), tiny_config("local"), /*seed=*/2);
+  EXPECT_NE(aft_model_fingerprint(load_model(other.path()).get()), fingerprint);
+  EXPECT_EQ(aft_model_fingerprint(nullptr), 0u);
+}
+
 TEST_F(TinyModelTest, ThreadCountIsCheckedAndChangeable) {
   ModelHandle model = load();
   SessionHandle session = new_session(model.get(), 0);

@@ -22,6 +22,17 @@
 #include "run_command.h"
 #include "tools/server/routes.h"
 
+// The shared cache's tests (--redis, at the end).
+#include <filesystem>
+
+#include "tools/cli/arguments.h"
+#include "tools/cli/prefix_state.h"
+#include "tools/server/prefix_cache.h"
+#include "tools/server/redis_url.h"
+#ifdef AFT_SERVER_REDIS
+#include <hiredis/hiredis.h>
+#endif
+
 namespace aft::testing {
 namespace {
 
@@ -694,6 +705,422 @@ TEST(Server, BadChatTemplatesAreRefused) {
             std::string::npos)
       << own.err;
 }
+
+// ---- The state cache shared across replicas: --redis ----
+
+TEST(Server, RedisUrlsAreChecked) {
+  const server::RedisUrl local = server::parse_redis_url("redis://localhost");
+  EXPECT_EQ(local.host, "localhost");
+  EXPECT_EQ(local.port, 6379);
+  EXPECT_EQ(local.db, 0);
+  EXPECT_TRUE(local.password.empty());
+  const server::RedisUrl full = server::parse_redis_url("redis://:p%40ss%3a@10.0.0.7:6380/2");
+  EXPECT_EQ(full.host, "10.0.0.7");
+  EXPECT_EQ(full.port, 6380);
+  EXPECT_EQ(full.db, 2);
+  EXPECT_EQ(full.user, "");
+  EXPECT_EQ(full.password, "p@ss:");
+  EXPECT_EQ(full.display(), "redis://10.0.0.7:6380/2");  // no password in logs
+  const server::RedisUrl ipv6 = server::parse_redis_url("redis://cache:secret@[::1]:7000/");
+  EXPECT_EQ(ipv6.host, "::1");
+  EXPECT_EQ(ipv6.port, 7000);
+  EXPECT_EQ(ipv6.user, "cache");
+  EXPECT_EQ(ipv6.password, "secret");
+  const server::RedisUrl socket = server::parse_redis_url("unix:///run/redis/redis.sock");
+  EXPECT_EQ(socket.socket, "/run/redis/redis.sock");
+  EXPECT_TRUE(socket.host.empty());
+  EXPECT_EQ(socket.db, 0);
+  const server::RedisUrl secured =
+      server::parse_redis_url("unix://cache:s%2Fcret@/run/redis/redis.sock?db=3");
+  EXPECT_EQ(secured.socket, "/run/redis/redis.sock");
+  EXPECT_EQ(secured.user, "cache");
+  EXPECT_EQ(secured.password, "s/cret");
+  EXPECT_EQ(secured.db, 3);
+  EXPECT_EQ(secured.display(), "unix://cache@/run/redis/redis.sock?db=3");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "neither redis:// nor unix://"},
+      {"http://localhost", "neither redis:// nor unix://"},
+      {"rediss://localhost", "TLS"},
+      {"redis://", "no host"},
+      {"redis://:6379", "no host"},
+      {"redis://localhost:0", "the port \"0\""},
+      {"redis://localhost:65536", "the port \"65536\""},
+      {"redis://localhost:", "the port is empty"},
+      {"redis://u:secret@localhost/x", "in \"redis://***@localhost/x\""},
+      {"redis://secret@localhost", "[user]:password"},
+      {"redis://:@localhost", "the password is empty"},
+      {"redis://:%zz@localhost", "hexadecimal"},
+      {"redis://[::1", "']'"},
+      {"unix://", "not absolute"},
+      {"unix://redis.sock", "not absolute"},
+      {"unix:///redis.sock?db=x", "the query \"db=x\" is not db=N"},
+      {"unix:///redis.sock?password=x", "is not db=N"},
+      {"unix://secret@/redis.sock", "[user]:password"},
+  };
+  for (const auto& [url, why] : bad) {
+    try {
+      server::parse_redis_url(url);
+      ADD_FAILURE() << url << " was accepted";
+    } catch (const cli::UsageError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind("--redis: ", 0), 0u) << message;
+      EXPECT_NE(message.find(why), std::string::npos) << message;
+      EXPECT_EQ(message.find("secret"), std::string::npos) << message;  // credentials hidden
+      EXPECT_EQ(message.find("%zz"), std::string::npos) << message;
+      EXPECT_NE(message.find(std::string("expected ") + server::kRedisUrlForms), std::string::npos)
+          << message;
+    }
+  }
+  // From the command line: a usage error, exit 2.
+  const CommandResult r =
+      run_command(AFT_SERVER_PATH, shell_quote(kDecayModel) + " --redis http://localhost");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--redis: the scheme is neither"), std::string::npos) << r.err;
+  const CommandResult ttl = run_command(
+      AFT_SERVER_PATH, shell_quote(kDecayModel) + " --redis unix:///tmp/r.sock --redis-ttl 0");
+  EXPECT_EQ(ttl.exit_code, 2);
+#ifdef AFT_SERVER_REDIS
+  EXPECT_NE(ttl.err.find("--redis-ttl: expected an integer in [1, "), std::string::npos) << ttl.err;
+#else
+  EXPECT_NE(ttl.err.find("--redis: this aft-server is built without Redis"), std::string::npos)
+      << ttl.err;
+#endif
+}
+
+#ifdef AFT_SERVER_REDIS
+
+// A directory of its own under the system's temporary one, removed with what it holds.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "aft-redis-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// redis-server on PATH, or "".
+std::string find_redis_server() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string candidate = dirs.substr(at, end - at) + "/redis-server";
+    if (end > at && access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+#define SKIP_WITHOUT_REDIS_SERVER()                                                          \
+  if (find_redis_server().empty()) {                                                         \
+    GTEST_SKIP() << "redis-server is not installed (tools/install-deps.sh installs it with " \
+                    "libhiredis-dev)";                                                       \
+  }
+
+// One synchronous command over hiredis; null when Redis cannot be reached.
+struct FreeReply {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using RedisReply = std::unique_ptr<redisReply, FreeReply>;
+RedisReply redis_command(const std::string& socket, const std::vector<std::string>& args) {
+  std::unique_ptr<redisContext, void (*)(redisContext*)> context(redisConnectUnix(socket.c_str()),
+                                                                 redisFree);
+  if (!context || context->err != 0) return nullptr;
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const std::string& arg : args) {
+    argv.push_back(arg.c_str());
+    lengths.push_back(arg.size());
+  }
+  return RedisReply(static_cast<redisReply*>(
+      redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+}
+
+// redis-server on a unix socket in a directory of its own, nothing saved to disk; stopped with
+// SIGTERM.
+class RedisServer {
+ public:
+  explicit RedisServer(const std::vector<std::string>& args = {}) {
+    socket_ = dir_.path() + "/redis.sock";
+    std::vector<std::string> argv = {
+        find_redis_server(), "--port", "0", "--unixsocket", socket_, "--dir",
+        dir_.path(),         "--save", "",  "--appendonly", "no"};  // nothing on disk
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> raw;
+    for (std::string& arg : argv) raw.push_back(arg.data());
+    raw.push_back(nullptr);
+    const std::string log_path = dir_.path() + "/redis.log";
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(log, STDERR_FILENO);
+      dup2(log, STDOUT_FILENO);
+      execv(raw[0], raw.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 500 && !ready(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~RedisServer() { stop(); }
+  void stop() {
+    if (pid_ < 0) return;
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  bool ready() const {
+    return redis_command(socket_, {"PING"}) != nullptr;  // PONG, or NOAUTH with a password
+  }
+  const std::string& socket() const { return socket_; }
+  const std::string& dir() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+// A counter of the server's /metrics (-1 if absent).
+double metric(const Server& server, const std::string& name) {
+  auto res = server.client().Get("/metrics");
+  if (!res) return -1;
+  const std::string line = "\n" + name + " ";
+  const size_t at = res->body.find(line);
+  return at == std::string::npos ? -1 : std::atof(res->body.c_str() + at + line.size());
+}
+
+// Waits until the server's writer has stored n states in Redis.
+bool wait_for_writes(const Server& server, double n) {
+  for (int i = 0; i < 500; ++i) {
+    if (metric(server, "aft_redis_writes_total") >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+size_t count_occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A prompt answered by replica A is continued by replica B from the state A stored in Redis, with
+// the text a server without any cache gives; another ending restores a checkpoint of A's prompt.
+// The keys are the model's, carry the TTL, and hold encode_prefix_state's records. With Redis
+// gone, B answers the same, and says so once.
+TEST(Server, RedisSharesStatesAcrossReplicas) {
+  SKIP_WITHOUT_REDIS_SERVER();
+  RedisServer redis;
+  ASSERT_TRUE(redis.ready());
+  const std::vector<std::string> args = {
+      "--redis", "unix://" + redis.socket(), "--redis-ttl", "600", "--cache-every", "256"};
+  Server a(kDecayModel, args), b(kDecayModel, args);
+  Server uncached(kDecayModel, {"--state-cache-mib", "0"});
+  std::string prompt;
+  for (int i = 0; prompt.size() < 1100; ++i) {
+    prompt += "The jury said that the city of Atlanta had been a great place to live for " +
+              std::to_string(i + 2) + " years, and the county agreed. ";
+  }
+  const json first = {{"prompt", prompt},
+                      {"max_tokens", 20},
+                      {"temperature", 0.8},
+                      {"seed", 7},
+                      {"return_tokens", true}};
+  const Reply from_a = complete(a, first);
+  ASSERT_EQ(from_a.status, 200) << from_a.body;
+  EXPECT_EQ(from_a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  // Checkpoints at 256, 512, 768 and 1024 tokens, the prompt's end, the completion's end.
+  ASSERT_TRUE(wait_for_writes(a, 6)) << a.log();
+
+  const std::string follow_up =
+      prompt + from_a.body["choices"][0]["text"].get<std::string>() + " And the state";
+  json second = first;
+  second["prompt"] = follow_up;
+  const Reply from_b = complete(b, second);
+  ASSERT_EQ(from_b.status, 200) << from_b.body;
+  EXPECT_EQ(from_b.body["usage"]["prompt_tokens_details"]["cached_tokens"], prompt.size() + 20);
+  const Reply cold = complete(uncached, second);
+  ASSERT_EQ(cold.status, 200) << cold.body;
+  EXPECT_EQ(cold.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(from_b.body["choices"][0]["text"], cold.body["choices"][0]["text"]);
+  EXPECT_EQ(tokens_of(from_b), tokens_of(cold));
+  EXPECT_EQ(metric(b, "aft_redis_hits_total"), 1);
+
+  // Another ending after 600 characters, 300 long: the checkpoint at 512 tokens lies below the
+  // tokens B tries one by one (within --cache-every of the prompt's end).
+  json other = first;
+  std::string ending;
+  while (ending.size() < 300) ending += " but the county did not see it that way at all;";
+  other["prompt"] = prompt.substr(0, 600) + ending;
+  const Reply checkpoint = complete(b, other);
+  ASSERT_EQ(checkpoint.status, 200) << checkpoint.body;
+  EXPECT_EQ(checkpoint.body["usage"]["prompt_tokens_details"]["cached_tokens"], 512);
+  EXPECT_EQ(checkpoint.body["choices"][0]["text"],
+            complete(uncached, other).body["choices"][0]["text"]);
+  EXPECT_EQ(metric(b, "aft_redis_hits_total"), 2);
+  EXPECT_EQ(metric(b, "aft_redis_errors_total"), 0);
+
+  // The keys: aft:<the model's fingerprint>:<hash of the tokens>, expiring within the TTL, each
+  // holding the record of a prefix of A's prompt and completion.
+  aft_model* raw_model = nullptr;
+  ASSERT_EQ(aft_model_load(kDecayModel.c_str(), nullptr, &raw_model), AFT_OK);
+  char namespace_[32];
+  std::snprintf(namespace_, sizeof namespace_, "aft:%08x:", aft_model_fingerprint(raw_model));
+  aft_model_free(raw_model);
+  std::vector<int32_t> a_tokens =
+      post(a, "/tokenize", json({{"content", prompt}}).dump()).body["tokens"];
+  const std::vector<int32_t> a_completion = tokens_of(from_a);
+  a_tokens.insert(a_tokens.end(), a_completion.begin(), a_completion.end());
+  const RedisReply keys = redis_command(redis.socket(), {"KEYS", "*"});
+  ASSERT_TRUE(keys && keys->type == REDIS_REPLY_ARRAY);
+  EXPECT_GE(keys->elements, 6u);
+  std::vector<size_t> lengths;
+  for (size_t i = 0; i < keys->elements; ++i) {
+    const std::string key(keys->element[i]->str, keys->element[i]->len);
+    ASSERT_EQ(key.rfind(namespace_, 0), 0u) << key;
+    const RedisReply ttl = redis_command(redis.socket(), {"TTL", key});
+    ASSERT_TRUE(ttl && ttl->type == REDIS_REPLY_INTEGER);
+    EXPECT_GT(ttl->integer, 0) << key;
+    EXPECT_LE(ttl->integer, 600) << key;
+    const RedisReply value = redis_command(redis.socket(), {"GET", key});
+    ASSERT_TRUE(value && value->type == REDIS_REPLY_STRING);
+    std::string why;
+    const std::optional<cli::PrefixState> state = cli::decode_prefix_state(
+        reinterpret_cast<const unsigned char*>(value->str), value->len, &why);
+    ASSERT_TRUE(state) << why;
+    uint64_t hash = server::kEmptyHash;
+    for (int32_t token : state->tokens) hash = server::extend_hash(hash, token);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    EXPECT_EQ(key, namespace_ + std::string(hex));
+    EXPECT_EQ(state->logits.size(), 85u);
+    lengths.push_back(state->tokens.size());
+    if (state->tokens.size() <= a_tokens.size() &&
+        std::equal(state->tokens.begin(), state->tokens.end(), a_tokens.begin())) {
+      continue;
+    }
+    // Or one of B's (its prompts' ends and completions).
+    EXPECT_GT(state->tokens.size(), 600u) << key;
+  }
+  for (size_t length :
+       {size_t{256}, size_t{512}, size_t{768}, size_t{1024}, prompt.size(), prompt.size() + 20}) {
+    EXPECT_NE(std::find(lengths.begin(), lengths.end(), length), lengths.end()) << length;
+  }
+
+  // Redis gone: B answers as before, from its own cache or from the prompt, and says so once.
+  redis.stop();
+  json third = first;
+  third["prompt"] = follow_up + ", the city";
+  for (int i = 0; i < 3; ++i) {
+    third["seed"] = 20 + i;
+    const Reply without = complete(b, third);
+    ASSERT_EQ(without.status, 200) << without.body;
+    EXPECT_EQ(without.body["choices"][0]["text"],
+              complete(uncached, third).body["choices"][0]["text"]);
+  }
+  EXPECT_EQ(count_occurrences(b.log(), "requests go on with the local cache only"), 1u) << b.log();
+  EXPECT_GT(metric(b, "aft_redis_errors_total"), 0);
+}
+
+// --redis naming a socket nobody listens on: every request answered as without Redis; the failure
+// logged once, not once per request.
+TEST(Server, RedisDownStillAnswers) {
+  TempDir dir;
+  Server server(kDecayModel, {"--redis", "unix://" + dir.path() + "/nobody.sock"});
+  Server uncached(kDecayModel, {"--state-cache-mib", "0"});
+  for (int i = 0; i < 4; ++i) {
+    const json request = {{"prompt", "The jury said that the city of Atlanta " + std::to_string(i)},
+                          {"max_tokens", 16},
+                          {"temperature", 0.7},
+                          {"seed", i}};
+    const Reply r = complete(server, request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["choices"][0]["text"], complete(uncached, request).body["choices"][0]["text"]);
+  }
+  const std::string log = server.log();
+  EXPECT_EQ(count_occurrences(log, "cannot connect"), 1u) << log;
+  EXPECT_NE(log.find("nobody.sock"), std::string::npos) << log;
+  EXPECT_GE(metric(server, "aft_redis_errors_total"), 4);  // the lookups at least
+  EXPECT_EQ(metric(server, "aft_redis_hits_total"), 0);
+  EXPECT_EQ(metric(server, "aft_redis_writes_total"), 0);
+}
+
+// A Redis full (maxmemory, no eviction) refuses writes but answers lookups: no outage (lookups go
+// on: misses, not errors), and the refusal is logged once, not per write.
+TEST(Server, RedisRefusingWritesIsNoOutage) {
+  SKIP_WITHOUT_REDIS_SERVER();
+  RedisServer redis({"--maxmemory", "1mb", "--maxmemory-policy", "noeviction"});
+  ASSERT_TRUE(redis.ready());
+  Server server(kDecayModel, {"--redis", "unix://" + redis.socket()});
+  for (int i = 0; i < 40; ++i) {
+    const Reply r = complete(
+        server,
+        {{"prompt", "The jury said that the city " + std::to_string(i)}, {"max_tokens", 4}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // Each request writes two states of about 17 KB (its prompt's, its completion's): not all 80 fit
+  // in 1 MB.
+  auto settled = [&] {
+    return metric(server, "aft_redis_writes_total") + metric(server, "aft_redis_errors_total") >=
+           80;
+  };
+  for (int i = 0; i < 500 && !settled(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(metric(server, "aft_redis_writes_total"), 0);
+  EXPECT_GT(metric(server, "aft_redis_errors_total"), 0);
+  EXPECT_EQ(metric(server, "aft_redis_misses_total"), 40);
+  const std::string log = server.log();
+  EXPECT_EQ(count_occurrences(log, "refused SET: OOM"), 1u) << log;
+  EXPECT_EQ(count_occurrences(log, "requests go on with the local cache only"), 0u) << log;
+}
+
+// A Redis with a password: replicas that give it (and a database) share states; one in another
+// database does not see them; one with a wrong password answers all the same and logs the refusal
+// once, without the password.
+TEST(Server, RedisPasswordAndDatabase) {
+  SKIP_WITHOUT_REDIS_SERVER();
+  RedisServer redis({"--requirepass", "s3cret"});
+  ASSERT_TRUE(redis.ready());
+  const std::string url = "unix://:s3cret@" + redis.socket();
+  Server a(kDecayModel, {"--redis", url + "?db=2"}), b(kDecayModel, {"--redis", url + "?db=2"});
+  Server other_db(kDecayModel, {"--redis", url + "?db=3"});
+  Server wrong(kDecayModel, {"--redis", "unix://:n0pe@" + redis.socket()});
+  const json first = {{"prompt", "The jury said that the city of Atlanta"}, {"max_tokens", 8}};
+  const Reply from_a = complete(a, first);
+  ASSERT_EQ(from_a.status, 200) << from_a.body;
+  ASSERT_TRUE(wait_for_writes(a, 2)) << a.log();  // the prompt's state, the completion's
+  json second = first;
+  second["prompt"] = first["prompt"].get<std::string>() + " and the county";
+  const Reply from_b = complete(b, second);
+  ASSERT_EQ(from_b.status, 200) << from_b.body;
+  EXPECT_EQ(from_b.body["usage"]["prompt_tokens_details"]["cached_tokens"], 38);
+  const Reply elsewhere = complete(other_db, second);
+  ASSERT_EQ(elsewhere.status, 200) << elsewhere.body;
+  EXPECT_EQ(elsewhere.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(metric(other_db, "aft_redis_misses_total"), 1);
+  for (int i = 0; i < 3; ++i) {
+    const Reply refused = complete(wrong, second);
+    ASSERT_EQ(refused.status, 200) << refused.body;
+    EXPECT_EQ(refused.body["usage"]["prompt_tokens_details"]["cached_tokens"], i == 0 ? 0 : 53);
+  }
+  const std::string log = wrong.log();
+  EXPECT_EQ(count_occurrences(log, "AUTH: WRONGPASS"), 1u) << log;
+  EXPECT_EQ(log.find("n0pe"), std::string::npos) << log;
+  EXPECT_GT(metric(wrong, "aft_redis_errors_total"), 0);
+  EXPECT_EQ(metric(wrong, "aft_redis_writes_total"), 0);
+}
+
+#endif  // AFT_SERVER_REDIS
 
 }  // namespace
 }  // namespace aft::testing

@@ -23,6 +23,9 @@
 #include "tools/server/options.h"
 #include "tools/server/routes.h"
 #include "tools/server/scheduler.h"
+#ifdef AFT_SERVER_REDIS
+#include "tools/server/redis_store.h"
+#endif
 
 namespace {
 
@@ -109,8 +112,21 @@ int serve(const Options& options) {
   cli::check(aft_model_get_info(model.get(), &info), "reading the model");
   state.limits = {model.get(), info.vocab_size, info.max_positions};
   state.chat_template = chat_template(options, model.get());
+#ifdef AFT_SERVER_REDIS
+  std::unique_ptr<aft::server::RedisCache> redis;  // outlives the scheduler, which writes to it
+  if (options.redis) {
+    progress.clear();  // the cache logs a line
+    aft::server::RedisCache::Settings settings;
+    settings.url = *options.redis;
+    settings.ttl_seconds = options.redis_ttl;
+    settings.model_fingerprint = aft_model_fingerprint(model.get());
+    settings.cache_every = static_cast<size_t>(options.cache_every);
+    redis = std::make_unique<aft::server::RedisCache>(std::move(settings), state.metrics);
+    state.shared_cache = redis.get();
+  }
+#endif
   progress.show("warming up");
-  aft::server::Scheduler scheduler(model.get(), options, state.metrics);
+  aft::server::Scheduler scheduler(model.get(), options, state.metrics, state.shared_cache);
   progress.clear();
   state.scheduler = &scheduler;
   state.ready = true;

@@ -181,6 +181,10 @@ const char* aft_model_metadata_get(const aft_model* model, const char* key) {
   return found != entries.end() && found->first == key ? found->second.c_str() : nullptr;
 }
 
+uint32_t aft_model_fingerprint(const aft_model* model) {
+  return model ? model->model->file().fingerprint() : 0;
+}
+
 aft_status aft_tokenize(const aft_model* model, const char* text, size_t text_len, int32_t* tokens,
                         size_t capacity, size_t* n_tokens) {
   return guarded([&] {

@@ -133,6 +133,11 @@ aft_status aft_model_metadata_at(const aft_model* model, size_t index, const cha
 /* The value of key, or NULL if the model (or key) is NULL or has no such key. */
 const char* aft_model_metadata_get(const aft_model* model, const char* key);
 
+/* The model's fingerprint: the CRC-32 of its header (config, tokenizer, every tensor's shape, place
+ * and CRC-32), which its saved session states carry (docs/format.md, "Session state"). Names the
+ * model, e.g. to keep caches of states of different models apart; 0 if model is NULL. */
+uint32_t aft_model_fingerprint(const aft_model* model);
+
 /* ---- Tokenizer ------------------------------------------------------------------------------ */
 
 /* Encodes text_len bytes of UTF-8 text. *n_tokens receives the number of tokens; if it exceeds

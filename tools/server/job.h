@@ -8,9 +8,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tools/cli/prefix_state.h"
 #include "tools/server/request.h"
 
 namespace aft::server {
@@ -22,6 +24,10 @@ class Job {
   const uint64_t id;
   const CompletionRequest request;
   const std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+  // Set by the handler before the job is queued: the longest prefix's state found in the cache
+  // shared across replicas (--redis), which the scheduler restores if its own cache has none as
+  // long.
+  std::optional<cli::PrefixState> shared_prefix;
 
   // What the scheduler reports once the job is done (read after wait() says done).
   struct Result {

@@ -41,6 +41,17 @@ std::string Metrics::prometheus(const PrefixCache& cache, int slots) const {
          cache.misses);
   metric(out, "cache_bytes", "gauge", "Bytes held by the state cache.", cache.bytes_used);
   metric(out, "cache_entries", "gauge", "States held by the state cache.", cache.entries);
+  metric(out, "redis_hits_total", "counter",
+         "Lookups in Redis (--redis) that found a longer prefix's state.", redis_hits);
+  metric(out, "redis_misses_total", "counter", "Lookups in Redis that found none.", redis_misses);
+  metric(out, "redis_errors_total", "counter",
+         "Lookups and writes that failed, Redis unreachable or refusing (a miss, a dropped write).",
+         redis_errors);
+  metric(out, "redis_writes_total", "counter", "States written to Redis.", redis_writes);
+  metric(out, "redis_bytes_written_total", "counter", "Bytes of the states written to Redis.",
+         redis_bytes_written);
+  metric(out, "redis_writes_dropped_total", "counter",
+         "States not written to Redis: the writer's queue was full.", redis_writes_dropped);
   metric(out, "queue_depth", "gauge", "Requests waiting for a slot.", queue_depth);
   metric(out, "active_slots", "gauge", "Slots generating.", active_slots);
   metric(out, "slots", "gauge", "Slots (--parallel).", slots);

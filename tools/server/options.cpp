@@ -36,6 +36,12 @@ const char kUsage[] =
     "                               a JSON object (docs/server.md); default: the model file's\n"
     "                               own (its metadata's chat_template), else plain\n"
     "      --chat-template-file F   the same, read from a file\n"
+    "      --redis URL              share cached states with other replicas through Redis:\n"
+    "                               redis://[[user]:password@]host[:port][/db] or\n"
+    "                               unix://[[user]:password@]/path/to.sock[?db=N]\n"
+    "      --redis-ttl SECONDS      how long a state stays in Redis after it is written (default\n"
+    "                               86400, a day: longer than a conversation's pauses, and Redis\n"
+    "                               then holds about a day of states, not every one ever written)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -87,6 +93,15 @@ std::optional<Options> parse_options(int argc, char** argv) {
         throw UsageError(arg + ": " + error.what());
       }
       options.chat_template = text;
+    } else if (arg == "--redis") {
+      options.redis = parse_redis_url(value());
+#ifndef AFT_SERVER_REDIS
+      throw UsageError(
+          "--redis: this aft-server is built without Redis (hiredis was not found: "
+          "tools/install-deps.sh installs libhiredis-dev)");
+#endif
+    } else if (arg == "--redis-ttl") {
+      options.redis_ttl = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "tools/server/redis_url.h"
+
 namespace aft::server {
 
 struct Options {
@@ -28,6 +30,10 @@ struct Options {
   // A built-in's name or a JSON object (tools/server/chat_template.h); empty: the model's own,
   // else "plain".
   std::string chat_template;
+  // The state cache shared across replicas (tools/server/redis_store.h), and how long a state
+  // stays there after it is written.
+  std::optional<RedisUrl> redis;
+  int redis_ttl = 86400;
   bool verify_checksums = true;
   bool verbose = false;
 };

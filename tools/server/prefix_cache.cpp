@@ -12,6 +12,7 @@ const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>
   std::vector<uint64_t> hashes(n + 1);
   hashes[0] = kEmptyHash;
   for (size_t i = 0; i < n; ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  std::lock_guard<std::mutex> lock(mutex_);
   for (size_t length = n; length > 0; --length) {
     auto [first, last] = by_hash_.equal_range(hashes[length]);
     for (auto it = first; it != last; ++it) {
@@ -29,10 +30,37 @@ const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>
   return nullptr;
 }
 
+size_t PrefixCache::longest_prefix_length(const std::vector<int32_t>& tokens) const {
+  if (!enabled()) return 0;
+  std::vector<uint64_t> hashes(tokens.size() + 1);
+  hashes[0] = kEmptyHash;
+  for (size_t i = 0; i < tokens.size(); ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  // The lock is taken for a batch of lengths at a time: a long prompt's probes (a few ms for
+  // 100,000 tokens) never hold up the scheduler's thread for long.
+  constexpr size_t kBatch = 4096;
+  for (size_t end = tokens.size(); end > 0;) {
+    const size_t begin = end > kBatch ? end - kBatch : 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t length = end; length > begin; --length) {
+      auto [first, last] = by_hash_.equal_range(hashes[length]);
+      for (auto it = first; it != last; ++it) {
+        const Entry& entry = *it->second;
+        if (entry.tokens.size() == length &&
+            std::equal(entry.tokens.begin(), entry.tokens.end(), tokens.begin())) {
+          return length;
+        }
+      }
+    }
+    end = begin;
+  }
+  return 0;
+}
+
 void PrefixCache::insert(Entry entry) {
   if (!enabled() || entry.bytes() > budget_) return;
   uint64_t hash = kEmptyHash;
   for (int32_t token : entry.tokens) hash = extend_hash(hash, token);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto [first, last] = by_hash_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     if (it->second->tokens == entry.tokens) {

@@ -1,13 +1,14 @@
 // Saved session states keyed by the tokens that led to them: a request whose tokens start with a
 // cached sequence restores its state and evaluates only the rest. Least recently used entries go
-// first when the byte budget is exceeded. Used by the scheduler's thread only; the counters are
-// read by /metrics from others.
+// first when the byte budget is exceeded. Changed by the scheduler's thread only; the HTTP handlers
+// ask how long a prefix it holds (longest_prefix_length), the counters are read by /metrics.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,10 @@ class PrefixCache {
   // pointer is valid until the next insert.
   const Entry* longest_prefix(const std::vector<int32_t>& tokens, size_t max_length);
 
+  // The length of that entry (0 for none), from any thread, changing nothing: what a lookup in
+  // the shared cache must beat.
+  size_t longest_prefix_length(const std::vector<int32_t>& tokens) const;
+
   // Keeps an entry (replacing one with the same tokens); one larger than the budget is dropped.
   void insert(Entry entry);
 
@@ -39,6 +44,9 @@ class PrefixCache {
   void evict_to(size_t budget);
 
   size_t budget_;
+  // Held by the scheduler's thread while it changes the entries, and by the others while they
+  // read them (the scheduler's own reads need none).
+  mutable std::mutex mutex_;
   List lru_;  // most recent first
   std::unordered_multimap<uint64_t, List::iterator> by_hash_;
 };

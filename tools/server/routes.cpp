@@ -99,6 +99,24 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
       });
 }
 
+// The shared cache's longest prefix of the prompt, looked up here rather than on the scheduler's
+// thread (its round trips would stall every stream), and only for what the local cache lacks.
+void find_shared_prefix(ServerState& state, Job& job) {
+  const std::vector<int32_t>& prompt = job.request.prompt;
+  const size_t local = state.scheduler->cache().longest_prefix_length(prompt);
+  if (local >= prompt.size()) return;
+  const auto start = Clock::now();
+  job.shared_prefix = state.shared_cache->find(prompt, local);
+  if (state.options.verbose) {
+    std::fprintf(stderr,
+                 "aft-server: request %llu: %zu of %zu prompt tokens in the local cache, %zu in "
+                 "the shared one (%.2f ms)\n",
+                 static_cast<unsigned long long>(job.id), local, prompt.size(),
+                 job.shared_prefix ? job.shared_prefix->tokens.size() : size_t{0},
+                 std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+}
+
 void complete(const httplib::Request& req, httplib::Response& res, ServerState& state, bool chat) {
   CompletionRequest request;
   try {
@@ -116,6 +134,7 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   context.created = unix_seconds();
   context.chat = chat;
   auto job = std::make_shared<Job>(id, std::move(request));
+  if (state.shared_cache != nullptr) find_shared_prefix(state, *job);
   if (!state.scheduler->submit(job)) {
     ++state.metrics.requests_failed;
     res.set_header("Retry-After", "1");

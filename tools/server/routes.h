@@ -12,6 +12,7 @@
 #include "tools/server/options.h"
 #include "tools/server/request.h"
 #include "tools/server/scheduler.h"
+#include "tools/server/shared_cache.h"
 
 namespace aft::server {
 
@@ -24,6 +25,7 @@ struct ServerState {
   ModelLimits limits;
   ChatTemplate chat_template;
   Scheduler* scheduler = nullptr;
+  SharedCache* shared_cache = nullptr;  // --redis
   std::atomic<bool> ready{false};
   Metrics metrics;
   std::atomic<uint64_t> next_id{1};

@@ -41,8 +41,13 @@ struct Scheduler::Slot {
   Clock::time_point prefill_start;
 };
 
-Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics)
-    : model_(model), options_(options), metrics_(metrics), cache_(options.state_cache_bytes) {
+Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics,
+                     SharedCache* shared)
+    : model_(model),
+      options_(options),
+      metrics_(metrics),
+      cache_(options.state_cache_bytes),
+      shared_(shared) {
   aft_model_info info;
   cli::check(aft_model_get_info(model, &info), "reading the model");
   vocab_size_ = info.vocab_size;
@@ -193,13 +198,25 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
 
   slot.prefilled = 0;
   const PrefixCache::Entry* hit = cache_.longest_prefix(request.prompt, request.prompt.size());
-  if (hit != nullptr &&
-      aft_session_state_load(slot.session.get(), hit->state.data(), hit->state.size()) == AFT_OK) {
+  std::optional<cli::PrefixState>& shared = slot.job->shared_prefix;
+  if (shared && (hit == nullptr || shared->tokens.size() > hit->tokens.size()) &&
+      shared->tokens.size() <= request.prompt.size() &&
+      std::equal(shared->tokens.begin(), shared->tokens.end(), request.prompt.begin()) &&
+      shared->logits.size() == static_cast<size_t>(vocab_size_) &&
+      aft_session_state_load(slot.session.get(), shared->state.data(), shared->state.size()) ==
+          AFT_OK) {
+    // Found in Redis by the handler: kept here too, for this replica's next requests.
+    slot.prefilled = shared->tokens.size();
+    slot.logits = shared->logits;
+    cache_.insert(std::move(*shared));  // (hit is not used past here: the insert may evict it)
+  } else if (hit != nullptr && aft_session_state_load(slot.session.get(), hit->state.data(),
+                                                      hit->state.size()) == AFT_OK) {
     slot.prefilled = hit->tokens.size();
     slot.logits = hit->logits;
   } else {
     aft_session_reset(slot.session.get());
   }
+  shared.reset();
   slot.result.cached_tokens = static_cast<int64_t>(slot.prefilled);
   if (options_.verbose) {
     std::fprintf(stderr,
@@ -222,7 +239,7 @@ void Scheduler::prefill_chunk(Slot& slot) {
   const size_t n = std::min(
       {prompt.size() - slot.prefilled, static_cast<size_t>(options_.prefill_chunk), to_checkpoint});
   const bool last = slot.prefilled + n == prompt.size();
-  const bool checkpoint = !last && n == to_checkpoint && cache_.enabled();
+  const bool checkpoint = !last && n == to_checkpoint && caching();
   const auto start = Clock::now();
   const aft_status status =
       aft_session_eval(slot.session.get(), prompt.data() + slot.prefilled, n,
@@ -320,7 +337,7 @@ void Scheduler::finish(Slot& slot, const char* reason) {
   job->finish(slot.result);
   // Then, the client answered: the state after the completion's last token, for a follow-up
   // request that sends the conversation so far.
-  if (cache_.enabled() &&
+  if (caching() &&
       (max_positions_ == 0 || aft_session_position(slot.session.get()) < max_positions_)) {
     const int32_t last = slot.result.tokens.back();
     if (aft_session_eval(slot.session.get(), &last, 1, AFT_LOGITS_LAST, slot.logits.data()) ==
@@ -353,13 +370,14 @@ void Scheduler::release(Slot& slot) {
 }
 
 void Scheduler::remember(Slot& slot, std::vector<int32_t> tokens, const float* logits) {
-  if (!cache_.enabled()) return;
+  if (!caching()) return;
   // A cache that misses is only slower: a state that cannot be saved, or held, is not kept.
   try {
     PrefixCache::Entry entry;
     entry.tokens = std::move(tokens);
     entry.state = cli::save_session_state(slot.session.get());
     entry.logits.assign(logits, logits + vocab_size_);
+    if (shared_ != nullptr) shared_->store(entry);  // a copy, written by another thread
     cache_.insert(std::move(entry));
   } catch (const std::bad_alloc&) {
   } catch (const cli::ApiError&) {

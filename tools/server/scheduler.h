@@ -18,14 +18,17 @@
 #include "tools/server/metrics.h"
 #include "tools/server/options.h"
 #include "tools/server/prefix_cache.h"
+#include "tools/server/shared_cache.h"
 
 namespace aft::server {
 
 class Scheduler {
  public:
   // Creates the slots' sessions and warms them up (one prompt and one batch step) before
-  // returning; throws cli::ApiError if the engine refuses.
-  Scheduler(const aft_model* model, const Options& options, Metrics& metrics);
+  // returning; throws cli::ApiError if the engine refuses. States remembered go to shared too
+  // (--redis), when given.
+  Scheduler(const aft_model* model, const Options& options, Metrics& metrics,
+            SharedCache* shared = nullptr);
   ~Scheduler();  // shutdown()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -53,6 +56,8 @@ class Scheduler {
   void release(Slot& slot);
   void decode_step();
   void remember(Slot& slot, std::vector<int32_t> tokens, const float* logits);
+  // Whether states are kept at all: in the local cache or the shared one.
+  bool caching() const { return cache_.enabled() || shared_ != nullptr; }
 
   const aft_model* model_;
   const Options options_;
@@ -60,6 +65,7 @@ class Scheduler {
   int32_t vocab_size_ = 0;
   int64_t max_positions_ = 0;
   PrefixCache cache_;
+  SharedCache* const shared_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<float> batch_logits_;
   size_t next_prefill_ = 0;  // round robin over prefilling slots
