@@ -189,7 +189,9 @@ def main(argv=None) -> int:
     parser.add_argument("--server", default="build/tools/aft-server")
     parser.add_argument("--streams", type=int_list, default=[1, 4, 16])
     parser.add_argument("--tokens", type=int, default=256, help="tokens per stream (default 256)")
-    parser.add_argument("--turns", type=int, default=10, help="the chat's turns (default 10)")
+    parser.add_argument("--turns", type=int, default=10,
+                        help="the chat's turns (default 10; 0: no chat, for models whose position "
+                             "limit a long chat passes)")
     parser.add_argument("--threads", type=int, help="the server's --threads")
     parser.add_argument("-o", choices=("md", "json"), default="md")
     args = parser.parse_args(argv)
@@ -198,7 +200,7 @@ def main(argv=None) -> int:
     args.server_args = [] if args.threads is None else ["--threads", str(args.threads)]
     try:
         shared = [streams(args, n) for n in args.streams]
-        conversation = chat(args)
+        conversation = chat(args) if args.turns > 0 else None
     except (RuntimeError, OSError) as error:
         print(f"bench_server: error: {error}", file=sys.stderr)
         return 1
@@ -215,6 +217,8 @@ def main(argv=None) -> int:
               f"{row['tokens_per_s'] / alone['tokens_per_s']:.2f} | "
               f"{row['decode_tokens_per_s']:,.0f} | "
               f"{row['decode_tokens_per_s'] / alone['decode_tokens_per_s']:.2f} |")
+    if conversation is None:
+        return 0
     print("\n| turn | prompt tokens | cached | time to first token (ms) |")
     print("|---|---|---|---|")
     for turn in conversation["turns"]:
