@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -22,6 +24,7 @@
 #include "tools/server/options.h"
 #include "tools/server/routes.h"
 #include "tools/server/scheduler.h"
+#include "tools/server/slot_files.h"
 
 namespace {
 
@@ -38,10 +41,14 @@ int serve(const Options& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  aft::server::check_slot_save_path(options);
   aft::server::ServerState state(options);
   state.model_name = std::filesystem::path(options.model).filename().string();
   httplib::Server http;
   http.set_payload_max_length(options.max_body_bytes);
+  // A client that stalls mid-request, or stops reading a response, holds a thread until then.
+  http.set_read_timeout(options.timeout_seconds);
+  http.set_write_timeout(options.timeout_seconds);
   // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
   http.set_socket_options([](int socket) {
     const int yes = 1;
@@ -58,7 +65,11 @@ int serve(const Options& options) {
                              std::to_string(options.port) +
                              " (in use, or not an address of this machine)");
   }
-  std::thread listener([&http] { http.listen_after_bind(); });
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&http, &listener_done] {
+    http.listen_after_bind();
+    listener_done = true;
+  });
   struct StopListener {
     httplib::Server& http;
     std::thread& listener;
@@ -102,6 +113,15 @@ int serve(const Options& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   http.stop();
+  // httplib waits for every connection, and one whose client stalls mid-request holds on until
+  // --timeout (600 s by default) passes: after a grace period, exit without it.
+  for (int i = 0; i < 500 && !listener_done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!listener_done) {
+    std::fprintf(stderr, "aft-server: a client still holds a connection: exiting without it\n");
+    std::_Exit(0);  // the threads still in httplib's pool use objects that destructors would free
+  }
   listener.join();
   return 0;
 }

@@ -25,6 +25,9 @@ const char kUsage[] =
     "128)\n"
     "      --cache-every N          inside long prompts, also cache the state every N tokens\n"
     "                               (default 2048)\n"
+    "      --slot-save-path DIR     enable POST /slots/ID?action=save|restore|erase, with files\n"
+    "                               in DIR (docs/server.md)\n"
+    "      --timeout N              HTTP read and write timeout in seconds (default 600)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -61,6 +64,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.cache_every = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
     } else if (arg == "--prefill-chunk") {
       options.prefill_chunk = static_cast<int>(parse_integer(arg, value(), 1, 4096));
+    } else if (arg == "--slot-save-path") {
+      options.slot_save_path = value();
+      if (options.slot_save_path.empty()) throw UsageError("--slot-save-path: the path is empty");
+    } else if (arg == "--timeout" || arg == "-to") {
+      options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 86400));
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {

@@ -25,6 +25,9 @@ struct Options {
   // this many tokens: a prompt that shares a long beginning with an earlier one but ends
   // otherwise evaluates only from the last checkpoint on.
   int cache_every = 2048;
+  // POST /slots/{id}?action=save|restore|erase reads and writes files here; empty: refused (501).
+  std::string slot_save_path;
+  int timeout_seconds = 600;  // HTTP read and write timeouts, as llama-server's --timeout
   bool verify_checksums = true;
   bool verbose = false;
 };

@@ -7,6 +7,7 @@
 
 #include "tools/server/job.h"
 #include "tools/server/responses.h"
+#include "tools/server/slot_files.h"
 
 namespace aft::server {
 
@@ -211,6 +212,9 @@ void install_routes(httplib::Server& http, ServerState& state) {
       send_error(res, RequestError(503, "the model is loading", "", "server_busy"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (answer_bodyless_slot_action(req, res, state)) {
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -242,6 +246,7 @@ void install_routes(httplib::Server& http, ServerState& state) {
     res.set_content(state.metrics.prometheus(state.scheduler->cache(), state.scheduler->slots()),
                     "text/plain; version=0.0.4");
   });
+  install_slot_routes(http, state);
 
   // httplib's own refusals (no route, a body too large, a malformed request) as error objects.
   http.set_error_handler(httplib::Server::HandlerWithResponse(
