@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +50,9 @@ int serve(const Options& options) {
   // A client that stalls mid-request, or stops reading a response, holds a thread until then.
   http.set_read_timeout(options.timeout_seconds);
   http.set_write_timeout(options.timeout_seconds);
+  // An idle kept-alive connection waits httplib's 5 s for its next request, a shorter --timeout
+  // bounds that too: a client that stalls is gone after about --timeout, not 5 s later.
+  http.set_keep_alive_timeout(std::min(options.timeout_seconds, 5));
   // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
   http.set_socket_options([](int socket) {
     const int yes = 1;

@@ -257,6 +257,9 @@ void install_routes(httplib::Server& http, ServerState& state) {
         if (res.status == 404) {
           message = "unknown route: " + req.method + " " + req.path;
           type = "not_found_error";
+        } else if (res.status == 400) {
+          message = "a malformed request, or one not received whole within --timeout (" +
+                    std::to_string(state.options.timeout_seconds) + " s)";
         } else if (res.status == 413 &&
                    req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
           // httplib limits form bodies to 8 KiB whatever --max-body-bytes (curl -d sends that

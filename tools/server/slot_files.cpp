@@ -23,7 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxFileName = 255;  // NAME_MAX on Linux
+// NAME_MAX on Linux, less the ".tmp" that write_prefix_state_file's temporary file adds.
+constexpr size_t kMaxFileName = 251;
 
 // Two saves to one name would otherwise share write_prefix_state_file's temporary file.
 std::mutex save_mutex;
@@ -78,8 +79,12 @@ json save(ServerState& state, int id, const std::string& name) {
     std::lock_guard<std::mutex> lock(save_mutex);
     written = cli::write_prefix_state_file((fs::path(state.options.slot_save_path) / name).string(),
                                            sequence);
-  } catch (const std::runtime_error& error) {  // names the file
-    throw RequestError(500, error.what(), "", "server_error");
+  } catch (const std::runtime_error& error) {
+    // The message starts with the file's path: the client is told its name, not the directory.
+    std::string message = error.what();
+    const std::string path = (fs::path(state.options.slot_save_path) / name).string();
+    if (message.compare(0, path.size(), path) == 0) message = name + message.substr(path.size());
+    throw RequestError(500, message, "", "server_error");
   }
   return {{"id_slot", id},
           {"filename", name},
