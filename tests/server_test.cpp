@@ -596,8 +596,12 @@ class TempDir {
 // A client that writes raw bytes and reads what comes back until the server closes.
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // receive_buffer: SO_RCVBUF, when not 0 (a small one fills sooner).
+  explicit RawClient(int port, int receive_buffer = 0) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ >= 0 && receive_buffer > 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));
@@ -893,6 +897,31 @@ TEST(Server, TimeoutDropsAStalledClient) {
   EXPECT_GE(seconds, 0.9);
   EXPECT_LT(seconds, 3.5);
   EXPECT_EQ(complete(server, {{"prompt", "The jury"}, {"max_tokens", 4}}).status, 200);
+}
+
+// A stream whose client never reads fails a write once the socket's buffers are full and
+// --timeout has passed: its sequence is cancelled and its slot freed.
+TEST(Server, TimeoutCancelsAStreamNobodyReads) {
+  Server server(kDecayModel, {"--timeout", "1", "--parallel", "1"});
+  RawClient reader(server.port(), 4096);
+  const std::string body =
+      json({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}}).dump();
+  ASSERT_TRUE(
+      reader.send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Type: application/json\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body));
+  bool started = false, freed = false;
+  for (int i = 0; i < 600 && !freed; ++i) {  // 30 s at most; about 3 s on 2 cores
+    const json slots = get_slots(server);
+    ASSERT_TRUE(slots.is_array());
+    if (slots[0]["is_processing"] == true) started = true;
+    freed = started && slots[0]["is_processing"] == false;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(freed) << server.log();
+  EXPECT_NE(server.log().find("cancelled (the client went away)"), std::string::npos)
+      << server.log();
 }
 
 // SIGTERM does not wait --timeout (600 s by default) for a client stalled mid-request.
