@@ -353,8 +353,9 @@ void Scheduler::fail(Slot& slot, const std::string& message) {
                  static_cast<unsigned long long>(slot.job->id), slot.result.tokens.size());
   }
   slot.result.error = message;
-  slot.sequence = {};  // the session's state is no longer its last request's
-  size_t length = 0;   // resets the detokenizer for the slot's next job
+  // The session's state is no longer its last request's.
+  slot.sequence = {};
+  size_t length = 0;  // resets the detokenizer for the slot's next job
   aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);
   slot.job->finish(slot.result);
   release(slot);
@@ -453,8 +454,8 @@ std::string Scheduler::restore_slot(int id, cli::PrefixState sequence) {
   std::string why;
   on_thread([&] {
     Slot& slot = idle_slot(id);
-    // The idle slot's session is free to try the state on: the next request resets it or loads
-    // its own.
+    // The idle slot's session is free to try the state on (and is reset after): the next request
+    // loads its own state anyway.
     aft_session* session = slot.session.get();
     if (sequence.tokens.empty()) {
       why = "it holds no tokens";
