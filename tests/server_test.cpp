@@ -1,6 +1,9 @@
 // aft-server as a client meets it: the real binary on a free loopback port, spoken to over HTTP.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -20,6 +24,7 @@
 
 #include "model_file_writer.h"
 #include "run_command.h"
+#include "tools/cli/prefix_state.h"
 #include "tools/server/routes.h"
 
 // The shared cache's tests (--redis, at the end).
@@ -787,24 +792,27 @@ TEST(Server, RedisUrlsAreChecked) {
 #endif
 }
 
-#ifdef AFT_SERVER_REDIS
-
 // A directory of its own under the system's temporary one, removed with what it holds.
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "aft-redis-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "aft_test_XXXXXX").string();
     if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
   }
   ~TempDir() {
     std::error_code ignored;
     if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
   }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
 
  private:
   std::string path_;
 };
+
+#ifdef AFT_SERVER_REDIS
 
 // redis-server on PATH, or "".
 std::string find_redis_server() {
@@ -1121,6 +1129,355 @@ TEST(Server, RedisPasswordAndDatabase) {
 }
 
 #endif  // AFT_SERVER_REDIS
+
+// ---- /slots and --timeout ----
+
+// A client that writes raw bytes and reads what comes back until the server closes.
+class RawClient {
+ public:
+  // receive_buffer: SO_RCVBUF, when not 0 (a small one fills sooner).
+  explicit RawClient(int port, int receive_buffer = 0) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ >= 0 && receive_buffer > 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ =
+        fd_ >= 0 && connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  bool send_text(const std::string& text) {
+    return connected_ &&
+           ::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+  }
+  // What the server sends until it closes the connection; gives up after limit (closed false).
+  std::string read_until_closed(std::chrono::seconds limit, bool* closed) {
+    timeval timeout{static_cast<time_t>(limit.count()), 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    std::string received;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n > 0) {
+        received.append(buffer, static_cast<size_t>(n));
+        continue;
+      }
+      *closed = n == 0;
+      return received;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+Reply slot_action(const Server& server, const std::string& id, const std::string& action,
+                  const json& body) {
+  return post(server, "/slots/" + id + (action.empty() ? "" : "?action=" + action), body.dump());
+}
+
+json get_slots(const Server& server) {
+  auto res = server.client().Get("/slots");
+  if (!res || res->status != 200) return nullptr;
+  return json::parse(res->body, nullptr, false);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A slot's sequence saved by one server and restored by another: the next request that continues
+// it starts from the restored state (its tokens count as cached) and gets the text a server
+// without any cache gives.
+TEST(Server, SlotSaveRestoreContinuesInAnotherServer) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  Server first(kDecayModel, {"--slot-save-path", dir.path(), "--parallel", "2"});
+  EXPECT_EQ(get_slots(first), json::parse(R"([{"id": 0, "is_processing": false, "n_tokens": 0},
+                                               {"id": 1, "is_processing": false, "n_tokens": 0}])"));
+  const std::string prompt = "The jury said that the city of Atlanta";
+  const Reply a = complete(first, {{"prompt", prompt},
+                                   {"max_tokens", 20},
+                                   {"temperature", 0.9},
+                                   {"seed", 3},
+                                   {"return_tokens", true}});
+  ASSERT_EQ(a.status, 200) << a.body;
+  const size_t n = prompt.size() + 20;            // one token a character
+  EXPECT_EQ(get_slots(first)[0]["n_tokens"], n);  // requests one at a time take slot 0
+  EXPECT_EQ(get_slots(first)[1]["n_tokens"], 0);
+
+  const Reply saved = slot_action(first, "0", "save", {{"filename", "conversation"}});
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  EXPECT_EQ(saved.body["id_slot"], 0);
+  EXPECT_EQ(saved.body["filename"], "conversation");
+  EXPECT_EQ(saved.body["n_saved"], n);
+  const std::string bytes = file_bytes(dir.file("conversation"));
+  EXPECT_EQ(saved.body["n_written"], bytes.size());
+  EXPECT_GE(saved.body["timings"]["save_ms"].get<double>(), 0.0);
+  // The file is a PrefixState record: the prompt and completion, and the last token's logits.
+  std::string why;
+  const auto record = cli::read_prefix_state_file(dir.file("conversation"), &why);
+  ASSERT_TRUE(record) << why;
+  std::vector<int32_t> expected =
+      post(first, "/tokenize", json({{"content", prompt}}).dump()).body["tokens"];
+  const std::vector<int32_t> completion = tokens_of(a);
+  expected.insert(expected.end(), completion.begin(), completion.end());
+  EXPECT_EQ(record->tokens, expected);
+  EXPECT_EQ(record->logits.size(), 85u);  // the vocabulary
+  EXPECT_FALSE(record->state.empty());
+
+  Server second(kDecayModel, {"--slot-save-path", dir.path()});
+  const Reply restored = slot_action(second, "2", "restore", {{"filename", "conversation"}});
+  ASSERT_EQ(restored.status, 200) << restored.body;
+  EXPECT_EQ(restored.body["id_slot"], 2);
+  EXPECT_EQ(restored.body["filename"], "conversation");
+  EXPECT_EQ(restored.body["n_restored"], n);
+  EXPECT_EQ(restored.body["n_read"], bytes.size());
+  EXPECT_GE(restored.body["timings"]["restore_ms"].get<double>(), 0.0);
+  EXPECT_EQ(get_slots(second)[2]["n_tokens"], n);
+
+  const json next = {
+      {"prompt", prompt + a.body["choices"][0]["text"].get<std::string>() + " and the county"},
+      {"max_tokens", 20},
+      {"temperature", 0.8},
+      {"seed", 11}};
+  const Reply continued = complete(second, next);
+  ASSERT_EQ(continued.status, 200) << continued.body;
+  EXPECT_EQ(continued.body["usage"]["prompt_tokens_details"]["cached_tokens"], n);
+  Server uncached(kDecayModel, {"--state-cache-mib", "0"});
+  const Reply reference = complete(uncached, next);
+  ASSERT_EQ(reference.status, 200) << reference.body;
+  EXPECT_EQ(reference.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(continued.body["choices"][0]["text"], reference.body["choices"][0]["text"]);
+
+  // The restored slot holds the sequence (the request above took slot 0): saved again, the same
+  // bytes.
+  const Reply again = slot_action(second, "2", "save", {{"filename", "copy"}});
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(file_bytes(dir.file("copy")), bytes);
+
+  const Reply erased = slot_action(second, "2", "erase", json::object());
+  ASSERT_EQ(erased.status, 200) << erased.body;
+  EXPECT_EQ(erased.body, json({{"id_slot", 2}, {"n_erased", n}}));
+  EXPECT_EQ(get_slots(second)[2]["n_tokens"], 0);
+  EXPECT_EQ(slot_action(second, "2", "erase", json::object()).body["n_erased"], 0);
+  const Reply nothing = slot_action(second, "2", "save", {{"filename", "empty"}});
+  EXPECT_EQ(nothing.status, 400);
+  EXPECT_EQ(nothing.body["error"]["param"], "id_slot");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("empty")));
+}
+
+TEST(Server, SlotActionErrors) {
+  {
+    Server plain(kDecayModel);
+    const Reply r = slot_action(plain, "0", "save", {{"filename", "x"}});
+    EXPECT_EQ(r.status, 501);
+    EXPECT_NE(r.body["error"]["message"].get<std::string>().find("--slot-save-path"),
+              std::string::npos)
+        << r.body;
+    EXPECT_EQ(get_slots(plain).size(), 4u);  // GET /slots needs no flag
+  }
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string inside = dir.path() + "/inside";
+  ASSERT_TRUE(std::filesystem::create_directory(inside));
+  Server server(kDecayModel, {"--slot-save-path", inside, "--parallel", "2"});
+  // No sequence yet: nothing to save.
+  const Reply empty = slot_action(server, "0", "save", {{"filename", "a"}});
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_EQ(empty.body["error"]["param"], "id_slot");
+  ASSERT_EQ(complete(server, {{"prompt", "The jury"}, {"max_tokens", 4}}).status, 200);
+
+  // Names that are not a plain file name in the directory, with a sequence to save.
+  for (const json& name : {json(""), json("../escaped"), json("sub/escaped"), json("..\\escaped"),
+                           json("a\\b"), json(".hidden"), json(std::string(252, 'a')),
+                           json(std::string("a\0b", 3)), json(7), json(nullptr)}) {
+    const Reply r = slot_action(server, "0", "save", {{"filename", name}});
+    EXPECT_EQ(r.status, 400) << name;
+    EXPECT_EQ(r.body["error"]["param"], "filename") << name << " " << r.body;
+  }
+  const Reply missing_name = slot_action(server, "0", "save", json::object());
+  EXPECT_EQ(missing_name.body["error"]["param"], "filename");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("escaped")));
+  EXPECT_TRUE(std::filesystem::is_empty(inside));
+  const Reply longest = slot_action(server, "0", "save", {{"filename", std::string(251, 'a')}});
+  EXPECT_EQ(longest.status, 200) << longest.body;
+
+  const Reply absent = slot_action(server, "1", "restore", {{"filename", "absent"}});
+  EXPECT_EQ(absent.status, 404);
+  EXPECT_EQ(absent.body["error"]["param"], "filename");
+  EXPECT_EQ(absent.body["error"]["type"], "not_found_error");
+
+  // Files that are not a record of this model: 400 naming the file and the reason.
+  ASSERT_EQ(slot_action(server, "0", "save", {{"filename", "good"}}).status, 200);
+  const std::string good = file_bytes(inside + "/good");
+  std::string why;
+  cli::PrefixState no_logits = *cli::read_prefix_state_file(inside + "/good", &why);
+  no_logits.logits.clear();  // as aft-run's --prompt-cache writes them
+  cli::write_prefix_state_file(inside + "/no-logits", no_logits);
+  std::ofstream(inside + "/junk") << "not a record";
+  std::ofstream(inside + "/truncated") << good.substr(0, good.size() - 10);
+  std::string corrupt = good;
+  corrupt[corrupt.size() - 100] ^= 0x55;  // inside the state: its checksum fails
+  std::ofstream(inside + "/corrupt") << corrupt;
+  ASSERT_TRUE(std::filesystem::create_directory(inside + "/folder"));
+  {
+    Server other(kFixtures + "/local_learned_char.aft", {"--slot-save-path", inside});
+    ASSERT_EQ(complete(other, {{"prompt", {1, 2, 3}}, {"max_tokens", 3}}).status, 200);
+    ASSERT_EQ(slot_action(other, "0", "save", {{"filename", "other-model"}}).status, 200);
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"junk", "not a saved prefix state"},
+      {"truncated", "truncated"},
+      {"corrupt", "does not load"},
+      {"other-model", "saved from another model"},
+      {"no-logits", "0 logits"},
+      {"folder", "not a regular file"},
+  };
+  for (const auto& [name, reason] : refused) {
+    const Reply r = slot_action(server, "1", "restore", {{"filename", name}});
+    EXPECT_EQ(r.status, 400) << name;
+    EXPECT_EQ(r.body["error"]["param"], "filename");
+    const std::string message = r.body["error"]["message"];
+    EXPECT_NE(message.find(name + ": "), std::string::npos) << message;
+    EXPECT_NE(message.find(reason), std::string::npos) << message;
+  }
+  EXPECT_EQ(get_slots(server)[1]["n_tokens"], 0);  // nothing refused was restored
+
+  for (const std::string id : {"2", "-1", "x", "99999999999"}) {
+    const Reply r = slot_action(server, id, "erase", json::object());
+    EXPECT_EQ(r.status, 400) << id;
+    EXPECT_EQ(r.body["error"]["param"], "id_slot") << id;
+  }
+  for (const std::string action : {"", "load", "ERASE"}) {
+    const Reply r = slot_action(server, "0", action, json::object());
+    EXPECT_EQ(r.status, 400) << action;
+    EXPECT_EQ(r.body["error"]["param"], "action") << action;
+  }
+  EXPECT_EQ(post(server, "/slots/0?action=save", "{\"filename\": ").status, 400);
+
+  // A slot that is processing refuses every action; the others answer.
+  {
+    EndlessStream stream(server);
+    ASSERT_TRUE(stream.started()) << server.log();
+    const json slots = get_slots(server);
+    EXPECT_EQ(slots[0]["is_processing"], true);
+    EXPECT_GT(slots[0]["n_tokens"].get<int>(), 0);
+    EXPECT_EQ(slots[1]["is_processing"], false);
+    for (const std::string action : {"save", "restore", "erase"}) {
+      const Reply r = slot_action(server, "0", action, {{"filename", "good"}});
+      EXPECT_EQ(r.status, 409) << action << " " << r.body;
+    }
+    EXPECT_EQ(slot_action(server, "1", "restore", {{"filename", "good"}}).status, 200);
+  }
+
+  // `curl -X POST .../slots/1?action=erase` sends neither Content-Length nor a body: answered at
+  // once, not once --timeout has passed.
+  RawClient raw(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      raw.send_text("POST /slots/1?action=erase HTTP/1.1\r\nHost: x\r\n"
+                    "Connection: close\r\n\r\n"));
+  bool closed = false;
+  const std::string response = raw.read_until_closed(std::chrono::seconds(10), &closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(response.compare(0, 15, "HTTP/1.1 200 OK"), 0) << response;
+  EXPECT_NE(response.find(R"({"id_slot":1,"n_erased":)"), std::string::npos) << response;
+}
+
+TEST(Server, SlotSavePathMustBeADirectory) {
+  const CommandResult absent = run_command(
+      AFT_SERVER_PATH, shell_quote(kDecayModel) + " --port 0 --slot-save-path /nonexistent/aft");
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_NE(absent.err.find("--slot-save-path /nonexistent/aft: not a directory"),
+            std::string::npos)
+      << absent.err;
+  const CommandResult file =
+      run_command(AFT_SERVER_PATH, shell_quote(kDecayModel) + " --port 0 --slot-save-path " +
+                                       shell_quote(kDecayModel));
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_NE(file.err.find("not a directory"), std::string::npos) << file.err;
+  const CommandResult timeout =
+      run_command(AFT_SERVER_PATH, shell_quote(kDecayModel) + " --timeout 0");
+  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_NE(timeout.err.find("--timeout"), std::string::npos) << timeout.err;
+}
+
+// A client that sends half a request and stalls gets a 400 after --timeout and is disconnected
+// as long after (the wait for a kept-alive connection's next request, at most 5 s, is bounded by
+// --timeout too), while the server answers others. httplib's defaults would take 5 + 5 s.
+TEST(Server, TimeoutDropsAStalledClient) {
+  Server server(kDecayModel, {"--timeout", "1"});
+  RawClient stalled(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      stalled.send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                        "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                        "{\"prompt\": "));
+  const Reply other = complete(server, {{"prompt", "The jury"}, {"max_tokens", 4}});
+  EXPECT_EQ(other.status, 200);
+  bool closed = false;
+  const std::string response = stalled.read_until_closed(std::chrono::seconds(10), &closed);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(response.compare(0, 12, "HTTP/1.1 400"), 0) << response;
+  EXPECT_NE(response.find("not received whole within --timeout (1 s)"), std::string::npos)
+      << response;
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LT(seconds, 3.5);
+  EXPECT_EQ(complete(server, {{"prompt", "The jury"}, {"max_tokens", 4}}).status, 200);
+}
+
+// A stream whose client never reads fails a write once the socket's buffers are full and
+// --timeout has passed: its sequence is cancelled and its slot freed.
+TEST(Server, TimeoutCancelsAStreamNobodyReads) {
+  Server server(kDecayModel, {"--timeout", "1", "--parallel", "1"});
+  RawClient reader(server.port(), 4096);
+  const std::string body =
+      json({{"prompt", "a"}, {"max_tokens", 1 << 30}, {"stream", true}}).dump();
+  ASSERT_TRUE(
+      reader.send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Type: application/json\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body));
+  bool started = false, freed = false;
+  // About 3 s on 2 cores (the buffers hold some 40,000 tokens' events); far more under sanitizers.
+  for (int i = 0; i < 2400 && !freed; ++i) {
+    const json slots = get_slots(server);
+    ASSERT_TRUE(slots.is_array());
+    if (slots[0]["is_processing"] == true) started = true;
+    freed = started && slots[0]["is_processing"] == false;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(freed) << server.log();
+  EXPECT_NE(server.log().find("cancelled (the client went away)"), std::string::npos)
+      << server.log();
+}
+
+// SIGTERM does not wait --timeout (600 s by default) for a client stalled mid-request.
+TEST(Server, TerminateDoesNotWaitForAStalledClient) {
+  Server server(kDecayModel);
+  RawClient stalled(server.port());
+  ASSERT_TRUE(
+      stalled.send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                        "100\r\n\r\n{\"prompt\": "));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its handler is reading
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.terminate(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(server.log().find("a client still holds a connection"), std::string::npos)
+      << server.log();
+}
 
 }  // namespace
 }  // namespace aft::testing

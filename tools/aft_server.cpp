@@ -5,8 +5,11 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -23,6 +26,7 @@
 #include "tools/server/options.h"
 #include "tools/server/routes.h"
 #include "tools/server/scheduler.h"
+#include "tools/server/slot_files.h"
 #ifdef AFT_SERVER_REDIS
 #include "tools/server/redis_store.h"
 #endif
@@ -56,10 +60,17 @@ int serve(const Options& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  aft::server::check_slot_save_path(options);
   aft::server::ServerState state(options);
   state.model_name = std::filesystem::path(options.model).filename().string();
   httplib::Server http;
   http.set_payload_max_length(options.max_body_bytes);
+  // A client that stalls mid-request, or stops reading a response, holds a thread until then.
+  http.set_read_timeout(options.timeout_seconds);
+  http.set_write_timeout(options.timeout_seconds);
+  // An idle kept-alive connection waits httplib's 5 s for its next request, a shorter --timeout
+  // bounds that too: a client that stalls is gone after about --timeout, not 5 s later.
+  http.set_keep_alive_timeout(std::min(options.timeout_seconds, 5));
   // httplib's default, SO_REUSEPORT, would let a second server share a port in use silently.
   int listening_socket = -1;
   http.set_socket_options([&listening_socket](int socket) {
@@ -84,7 +95,11 @@ int serve(const Options& options) {
   // httplib listens with a backlog of 5: 32 clients connecting at once lost connections, each
   // retried by the kernel a second later. listen() again sets the backlog of a listening socket.
   if (listening_socket >= 0) listen(listening_socket, SOMAXCONN);
-  std::thread listener([&http] { http.listen_after_bind(); });
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&http, &listener_done] {
+    http.listen_after_bind();
+    listener_done = true;
+  });
   struct StopListener {
     httplib::Server& http;
     std::thread& listener;
@@ -149,7 +164,17 @@ int serve(const Options& options) {
   for (int i = 0; i < 500 && state.open_streams > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  stop_listener.stop();
+  http.stop();
+  // httplib waits for every connection, and one whose client stalls mid-request holds on until
+  // --timeout (600 s by default) passes: after a grace period, exit without it.
+  for (int i = 0; i < 500 && !listener_done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!listener_done) {
+    std::fprintf(stderr, "aft-server: a client still holds a connection: exiting without it\n");
+    std::_Exit(0);  // the threads still in httplib's pool use objects that destructors would free
+  }
+  listener.join();
   return 0;
 }
 

@@ -42,6 +42,9 @@ const char kUsage[] =
     "      --redis-ttl SECONDS      how long a state stays in Redis after it is written (default\n"
     "                               86400, a day: longer than a conversation's pauses, and Redis\n"
     "                               then holds about a day of states, not every one ever written)\n"
+    "      --slot-save-path DIR     enable POST /slots/ID?action=save|restore|erase, with files\n"
+    "                               in DIR (docs/server.md)\n"
+    "      --timeout N              HTTP read and write timeout in seconds (default 600)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
@@ -102,6 +105,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
 #endif
     } else if (arg == "--redis-ttl") {
       options.redis_ttl = static_cast<int>(parse_integer(arg, value(), 1, 1 << 30));
+    } else if (arg == "--slot-save-path") {
+      options.slot_save_path = value();
+      if (options.slot_save_path.empty()) throw UsageError("--slot-save-path: the path is empty");
+    } else if (arg == "--timeout" || arg == "-to") {
+      options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 86400));
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
     } else if (arg == "-v" || arg == "--verbose") {

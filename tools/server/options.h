@@ -34,6 +34,9 @@ struct Options {
   // stays there after it is written.
   std::optional<RedisUrl> redis;
   int redis_ttl = 86400;
+  // POST /slots/{id}?action=save|restore|erase reads and writes files here; empty: refused (501).
+  std::string slot_save_path;
+  int timeout_seconds = 600;  // HTTP read and write timeouts, as llama-server's --timeout
   bool verify_checksums = true;
   bool verbose = false;
 };

@@ -7,6 +7,7 @@
 
 #include "tools/server/job.h"
 #include "tools/server/responses.h"
+#include "tools/server/slot_files.h"
 
 namespace aft::server {
 
@@ -230,6 +231,9 @@ void install_routes(httplib::Server& http, ServerState& state) {
       send_error(res, RequestError(503, "the model is loading", "", "server_busy"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (answer_bodyless_slot_action(req, res, state)) {
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -269,6 +273,7 @@ void install_routes(httplib::Server& http, ServerState& state) {
     res.set_content(state.metrics.prometheus(state.scheduler->cache(), state.scheduler->slots()),
                     "text/plain; version=0.0.4");
   });
+  install_slot_routes(http, state);
 
   // httplib's own refusals (no route, a body too large, a malformed request) as error objects.
   http.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -279,6 +284,9 @@ void install_routes(httplib::Server& http, ServerState& state) {
         if (res.status == 404) {
           message = "unknown route: " + req.method + " " + req.path;
           type = "not_found_error";
+        } else if (res.status == 400) {
+          message = "a malformed request, or one not received whole within --timeout (" +
+                    std::to_string(state.options.timeout_seconds) + " s)";
         } else if (res.status == 413 &&
                    req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
           // httplib limits form bodies to 8 KiB whatever --max-body-bytes (curl -d sends that

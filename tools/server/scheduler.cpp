@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <future>
 #include <new>
 #include <string>
 
@@ -39,6 +40,7 @@ struct Scheduler::Slot {
   std::vector<float> logits;
   std::vector<char> text = std::vector<char>(64);
   Clock::time_point prefill_start;
+  cli::PrefixState sequence;  // for /slots; no tokens: none
 };
 
 Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics,
@@ -113,10 +115,13 @@ bool Scheduler::submit(std::shared_ptr<Job> job) {
 void Scheduler::run() {
   for (;;) {
     std::vector<std::pair<Slot*, std::shared_ptr<Job>>> admitted;
+    std::deque<std::function<void()>> controls;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty(); });
+      wake_.wait(lock,
+                 [&] { return stopping_ || busy_ > 0 || !queue_.empty() || !controls_.empty(); });
       if (stopping_) break;
+      controls.swap(controls_);
       for (auto& slot : slots_) {
         while (slot->phase == Slot::Phase::kFree && !queue_.empty()) {
           std::shared_ptr<Job> job = std::move(queue_.front());
@@ -129,6 +134,7 @@ void Scheduler::run() {
       }
       metrics_.queue_depth = static_cast<int64_t>(queue_.size());
     }
+    for (auto& task : controls) task();  // before the admitted start: they count as processing
     try {
       step(admitted);
     } catch (const std::exception& e) {  // out of memory, say: the jobs in flight fail, not all
@@ -151,6 +157,12 @@ void Scheduler::run() {
   for (auto& slot : slots_) {
     if (slot->phase != Slot::Phase::kFree) fail(*slot, "the server is shutting down");
   }
+  std::deque<std::function<void()>> controls;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    controls.swap(controls_);  // on_thread refuses new ones from now on
+  }
+  for (auto& task : controls) task();
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& job : queue_) {
     Job::Result result;
@@ -335,13 +347,16 @@ void Scheduler::finish(Slot& slot, const char* reason) {
   std::vector<int32_t> tokens = job->request.prompt;
   tokens.insert(tokens.end(), slot.result.tokens.begin(), slot.result.tokens.end());
   job->finish(slot.result);
+  slot.sequence = {};  // replaced below if the state after the last token can be had
+  const bool keep = !options_.slot_save_path.empty();
   // Then, the client answered: the state after the completion's last token, for a follow-up
   // request that sends the conversation so far.
-  if (caching() &&
+  if ((caching() || keep) &&
       (max_positions_ == 0 || aft_session_position(slot.session.get()) < max_positions_)) {
     const int32_t last = slot.result.tokens.back();
     if (aft_session_eval(slot.session.get(), &last, 1, AFT_LOGITS_LAST, slot.logits.data()) ==
         AFT_OK) {
+      if (keep) keep_sequence(slot, tokens);
       remember(slot, std::move(tokens), slot.logits.data());
     }
   }
@@ -355,6 +370,8 @@ void Scheduler::fail(Slot& slot, const std::string& message) {
                  static_cast<unsigned long long>(slot.job->id), slot.result.tokens.size());
   }
   slot.result.error = message;
+  // The session's state is no longer its last request's.
+  slot.sequence = {};
   size_t length = 0;  // resets the detokenizer for the slot's next job
   aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);
   slot.job->finish(slot.result);
@@ -382,6 +399,118 @@ void Scheduler::remember(Slot& slot, std::vector<int32_t> tokens, const float* l
   } catch (const std::bad_alloc&) {
   } catch (const cli::ApiError&) {
   }
+}
+
+void Scheduler::keep_sequence(Slot& slot, const std::vector<int32_t>& tokens) {
+  try {  // as for the cache: a sequence that cannot be had is not kept
+    slot.sequence.tokens = tokens;
+    slot.sequence.logits = slot.logits;
+    slot.sequence.state = cli::save_session_state(slot.session.get());
+  } catch (const std::bad_alloc&) {
+    slot.sequence = {};
+  } catch (const cli::ApiError&) {
+    slot.sequence = {};
+  }
+}
+
+void Scheduler::on_thread(const std::function<void()>& task) {
+  auto packaged = std::make_shared<std::packaged_task<void()>>(task);
+  std::future<void> done = packaged->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw RequestError(503, "the server is shutting down", "", "server_busy");
+    controls_.push_back([packaged] { (*packaged)(); });
+  }
+  wake_.notify_all();
+  done.get();
+}
+
+Scheduler::Slot& Scheduler::idle_slot(int id) {
+  Slot& slot = *slots_.at(static_cast<size_t>(id));
+  if (slot.phase != Slot::Phase::kFree) {
+    throw RequestError(409, "slot " + std::to_string(id) + " is processing a request: retry later",
+                       "id_slot");
+  }
+  return slot;
+}
+
+std::vector<Scheduler::SlotInfo> Scheduler::slot_infos() {
+  std::vector<SlotInfo> infos;
+  on_thread([&] {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& slot = *slots_[i];
+      SlotInfo info{static_cast<int>(i), slot.phase != Slot::Phase::kFree, 0};
+      if (!info.processing) {
+        info.n_tokens = slot.sequence.tokens.size();
+      } else if (slot.job) {  // else admitted, not started yet
+        info.n_tokens =
+            static_cast<size_t>(std::max<int64_t>(0, aft_session_position(slot.session.get())));
+      }
+      infos.push_back(info);
+    }
+  });
+  return infos;
+}
+
+cli::PrefixState Scheduler::slot_sequence(int id) {
+  cli::PrefixState sequence;
+  on_thread([&] {
+    const Slot& slot = idle_slot(id);
+    if (slot.sequence.tokens.empty()) {
+      throw RequestError(400,
+                         "slot " + std::to_string(id) +
+                             " holds no sequence: it has not completed a request since it "
+                             "started, was restored or erased",
+                         "id_slot");
+    }
+    sequence = slot.sequence;
+  });
+  return sequence;
+}
+
+std::string Scheduler::restore_slot(int id, cli::PrefixState sequence) {
+  std::string why;
+  on_thread([&] {
+    Slot& slot = idle_slot(id);
+    // The idle slot's session is free to try the state on (and is reset after): the next request
+    // loads its own state anyway.
+    aft_session* session = slot.session.get();
+    if (sequence.tokens.empty()) {
+      why = "it holds no tokens";
+    } else if (aft_session_state_load(session, sequence.state.data(), sequence.state.size()) !=
+               AFT_OK) {
+      why = std::string("its state does not load into this model's session: ") + aft_last_error();
+    } else if (aft_session_position(session) != static_cast<int64_t>(sequence.tokens.size())) {
+      why = "its state is at position " + std::to_string(aft_session_position(session)) +
+            ", not after its " + std::to_string(sequence.tokens.size()) + " tokens";
+    } else if (sequence.logits.size() != static_cast<size_t>(vocab_size_)) {
+      // aft-run's --prompt-cache keeps none: its records cannot answer a prompt they end.
+      why = "it holds " + std::to_string(sequence.logits.size()) +
+            " logits of its last token, not this model's " + std::to_string(vocab_size_);
+    } else {
+      for (int32_t token : sequence.tokens) {
+        if (token < 0 || token >= vocab_size_) {
+          why = "its token " + std::to_string(token) + " is outside this model's vocabulary";
+          break;
+        }
+      }
+    }
+    aft_session_reset(session);
+    if (!why.empty()) return;
+    slot.sequence = sequence;
+    cache_.insert(std::move(sequence));
+  });
+  return why;
+}
+
+size_t Scheduler::erase_slot(int id) {
+  size_t erased = 0;
+  on_thread([&] {
+    Slot& slot = idle_slot(id);
+    erased = slot.sequence.tokens.size();
+    slot.sequence = {};
+  });
+  return erased;
 }
 
 }  // namespace aft::server

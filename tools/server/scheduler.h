@@ -7,8 +7,10 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -42,6 +44,25 @@ class Scheduler {
   const PrefixCache& cache() const { return cache_; }
   int slots() const { return static_cast<int>(slots_.size()); }
 
+  // For /slots (slot_files.h). Each runs on the scheduler's thread between two steps, where no
+  // session is in use, and waits for it. A slot's sequence, kept with --slot-save-path: its last
+  // request's prompt and completion, the state after them and the last logits. They throw
+  // RequestError: 409 for a slot that is processing, 503 once shutting down.
+  struct SlotInfo {
+    int id;
+    bool processing;
+    size_t n_tokens;  // the sequence's; while processing, the tokens evaluated so far
+  };
+  std::vector<SlotInfo> slot_infos();
+  // A copy of slot id's sequence; 400 if it holds none.
+  cli::PrefixState slot_sequence(int id);
+  // Makes sequence slot id's and caches it, so that a prompt starting with its tokens continues
+  // from it. Returns why it does not fit this model (its state does not load, its logits are not
+  // one per token of the vocabulary...), or "" once done.
+  std::string restore_slot(int id, cli::PrefixState sequence);
+  // Forgets slot id's sequence; returns its token count.
+  size_t erase_slot(int id);
+
  private:
   struct Slot;
   void run();
@@ -58,6 +79,10 @@ class Scheduler {
   void remember(Slot& slot, std::vector<int32_t> tokens, const float* logits);
   // Whether states are kept at all: in the local cache or the shared one.
   bool caching() const { return cache_.enabled() || shared_ != nullptr; }
+  void keep_sequence(Slot& slot, const std::vector<int32_t>& tokens);
+  // Runs task on the scheduler's thread between two steps and waits; rethrows what it throws.
+  void on_thread(const std::function<void()>& task);
+  Slot& idle_slot(int id);  // on the thread; 409 if it is processing
 
   const aft_model* model_;
   const Options options_;
@@ -73,6 +98,8 @@ class Scheduler {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  // on_thread's tasks
+  std::deque<std::function<void()>> controls_;
   int busy_ = 0;  // slots holding a job (under mutex_)
   bool stopping_ = false;
   std::thread thread_;
