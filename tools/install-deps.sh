@@ -8,7 +8,7 @@ packages=(
   libxsimd-dev nlohmann-json3-dev libgtest-dev
   libcpp-httplib-dev  # aft-server (docs/server.md); without it the rest builds
   curl  # tests/server_curl_test.sh
-  libhiredis-dev redis-server  # aft-server --redis, and its tests (docs/server-redis.md)
+  libhiredis-dev redis-server  # aft-server --redis, and its tests (docs/server.md)
   pkgconf  # provides pkg-config; tests/install_test.sh builds the examples with it
   clang libomp-dev libclang-rt-14-dev  # tests/run.sh's ThreadSanitizer build (OpenMP: libomp and its archer tool)
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
