@@ -46,6 +46,22 @@ using nlohmann::json;
 const std::string kDecayModel = AFT_SHIPPED_DECAY_MODEL;  // char tokens: text is its tokens
 const std::string kFixtures = AFT_FIXTURES_DIR;
 
+// Starts argv[0] with its stdout and stderr in the file log_path; its pid.
+pid_t spawn(std::vector<std::string> argv, const std::string& log_path) {
+  std::vector<char*> raw;  // built before fork: the child only calls what is safe there
+  for (std::string& arg : argv) raw.push_back(arg.data());
+  raw.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(log, STDERR_FILENO);
+    dup2(log, STDOUT_FILENO);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // The server as a child process, its stderr in a file; stopped with SIGTERM.
 class Server {
  public:
@@ -53,18 +69,7 @@ class Server {
   explicit Server(const std::string& model, std::vector<std::string> args = {}) {
     std::vector<std::string> argv = {AFT_SERVER_PATH, model, "--port", "0", "--threads", "1"};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> raw;  // built before fork: the child only calls what is safe there
-    for (std::string& arg : argv) raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    const std::string log_path = log_.path();
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(log, STDERR_FILENO);
-      dup2(log, STDOUT_FILENO);
-      execv(raw[0], raw.data());
-      _exit(127);
-    }
+    pid_ = spawn(std::move(argv), log_.path());
     const std::string ready = "listening on http://127.0.0.1:";
     for (int i = 0; i < 500; ++i) {
       const std::string text = log();
@@ -330,6 +335,26 @@ TEST(Server, SameSeedSameTextAloneOrConcurrent) {
   }
 }
 
+// A conversation's next turn: `first`'s prompt, the completion `answer` gave it, then `more`, sent
+// to `server`. It must report its first prompt and completion as cached, and give the text and
+// tokens a server without a cache gives. Returns the follow-up request.
+json expect_next_turn_like_uncached(const Server& server, const Server& uncached, const json& first,
+                                    const Reply& answer, const std::string& more) {
+  const std::string prompt = first["prompt"].get<std::string>();
+  json next = first;
+  next["prompt"] = prompt + answer.body["choices"][0]["text"].get<std::string>() + more;
+  const Reply restored = complete(server, next);
+  EXPECT_EQ(restored.status, 200) << restored.body;
+  EXPECT_EQ(restored.body["usage"]["prompt_tokens_details"]["cached_tokens"],
+            prompt.size() + answer.body["usage"]["completion_tokens"].get<size_t>());
+  const Reply cold = complete(uncached, next);
+  EXPECT_EQ(cold.status, 200) << cold.body;
+  EXPECT_EQ(cold.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(restored.body["choices"][0]["text"], cold.body["choices"][0]["text"]);
+  EXPECT_EQ(restored.body["choices"][0]["tokens"], cold.body["choices"][0]["tokens"]);
+  return next;
+}
+
 // A request that extends an earlier one's prompt and completion restores the state after them and
 // evaluates only the rest, with the text the server without a cache gives.
 TEST(Server, CacheRestoresTheLongestPrefix) {
@@ -343,17 +368,7 @@ TEST(Server, CacheRestoresTheLongestPrefix) {
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_EQ(a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
 
-  const std::string follow_up =
-      prompt + a.body["choices"][0]["text"].get<std::string>() + " and the county";
-  json second = first;
-  second["prompt"] = follow_up;
-  const Reply b = complete(cached, second);
-  ASSERT_EQ(b.status, 200) << b.body;
-  EXPECT_EQ(b.body["usage"]["prompt_tokens_details"]["cached_tokens"], prompt.size() + 20);
-  const Reply c = complete(uncached, second);
-  ASSERT_EQ(c.status, 200) << c.body;
-  EXPECT_EQ(c.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-  EXPECT_EQ(b.body["choices"][0]["text"], c.body["choices"][0]["text"]);
+  expect_next_turn_like_uncached(cached, uncached, first, a, " and the county");
 
   // The first prompt again: all of it from the cache, the same text.
   const Reply again = complete(cached, first);
@@ -862,18 +877,7 @@ class RedisServer {
         find_redis_server(), "--port", "0", "--unixsocket", socket_, "--dir",
         dir_.path(),         "--save", "",  "--appendonly", "no"};  // nothing on disk
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> raw;
-    for (std::string& arg : argv) raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    const std::string log_path = dir_.path() + "/redis.log";
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(log, STDERR_FILENO);
-      dup2(log, STDOUT_FILENO);
-      execv(raw[0], raw.data());
-      _exit(127);
-    }
+    pid_ = spawn(std::move(argv), dir_.path() + "/redis.log");
     for (int i = 0; i < 500 && !ready(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -950,17 +954,7 @@ TEST(Server, RedisSharesStatesAcrossReplicas) {
   ASSERT_TRUE(wait_for_writes(a, 6)) << a.log();
 
   const std::string follow_up =
-      prompt + from_a.body["choices"][0]["text"].get<std::string>() + " And the state";
-  json second = first;
-  second["prompt"] = follow_up;
-  const Reply from_b = complete(b, second);
-  ASSERT_EQ(from_b.status, 200) << from_b.body;
-  EXPECT_EQ(from_b.body["usage"]["prompt_tokens_details"]["cached_tokens"], prompt.size() + 20);
-  const Reply cold = complete(uncached, second);
-  ASSERT_EQ(cold.status, 200) << cold.body;
-  EXPECT_EQ(cold.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-  EXPECT_EQ(from_b.body["choices"][0]["text"], cold.body["choices"][0]["text"]);
-  EXPECT_EQ(tokens_of(from_b), tokens_of(cold));
+      expect_next_turn_like_uncached(b, uncached, first, from_a, " And the state")["prompt"];
   EXPECT_EQ(metric(b, "aft_redis_hits_total"), 1);
 
   // Another ending after 600 characters, 300 long: the checkpoint at 512 tokens lies below the
