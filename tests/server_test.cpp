@@ -705,6 +705,33 @@ TEST(Server, ChatTemplateFromTheModelOrTheCommandLine) {
   }
 }
 
+// A chat's next turn sends the answer back through the template, which writes it otherwise than
+// it was generated; the server evaluates the conversation as the next turn will send it right
+// after answering, so that turn restores everything before its new message, and gives the text a
+// server without a cache gives.
+TEST(Server, ChatNextTurnRestoresEverythingButItsNewMessage) {
+  Server cached(kDecayModel);
+  Server uncached(kDecayModel, {"--state-cache-mib", "0"});
+  json messages = {{{"role", "system"}, {"content", "The news of the day."}},
+                   {{"role", "user"}, {"content", "What did the jury say?"}}};
+  for (int turn = 1; turn <= 3; ++turn) {
+    const json request = {{"messages", messages}, {"max_tokens", 24}, {"seed", turn}};
+    const Reply answer = post(cached, "/v1/chat/completions", request.dump());
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    const Reply cold = post(uncached, "/v1/chat/completions", request.dump());
+    EXPECT_EQ(answer.body["choices"][0]["message"], cold.body["choices"][0]["message"]);
+    // Character tokens: the new message and the open turn are all that is evaluated.
+    const std::string opened =
+        "User: " + messages.back()["content"].get<std::string>() + "\nAssistant:";
+    const size_t prompt = answer.body["usage"]["prompt_tokens"];
+    EXPECT_EQ(answer.body["usage"]["prompt_tokens_details"]["cached_tokens"],
+              turn == 1 ? 0 : prompt - opened.size())
+        << "turn " << turn;
+    messages.push_back(answer.body["choices"][0]["message"]);
+    messages.push_back({{"role", "user"}, {"content", "And then, turn " + std::to_string(turn)}});
+  }
+}
+
 TEST(Server, BadChatTemplatesAreRefused) {
   const CommandResult flag =
       run_command(AFT_SERVER_PATH, shell_quote(kDecayModel) + " --chat-template llama9");

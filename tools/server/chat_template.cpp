@@ -104,19 +104,31 @@ ChatTemplate parse_chat_template(const std::string& text) {
 }
 
 std::string ChatTemplate::render(const json& messages) const {
+  return render_messages(messages) + generation;
+}
+
+std::string ChatTemplate::render_answered(const json& messages, const std::string& answer) const {
+  return render_messages(messages) + render_message("assistant", answer);
+}
+
+std::string ChatTemplate::render_messages(const json& messages) const {
   std::string prompt = begin;
   for (const json& message : messages) {
-    const std::string role = message.at("role").get<std::string>();
-    const auto found = roles.find(role);
-    if (found == roles.end()) {
-      throw std::invalid_argument("the chat template (" + name + ") has no role \"" + role + "\"");
-    }
-    const std::string& text = found->second;
-    const size_t at = text.find(kContent);
-    prompt += text.substr(0, at) + message.at("content").get<std::string>() +
-              text.substr(at + sizeof kContent - 1);
+    prompt += render_message(message.at("role").get<std::string>(),
+                             message.at("content").get<std::string>());
   }
-  return prompt + generation;
+  return prompt;
+}
+
+std::string ChatTemplate::render_message(const std::string& role,
+                                         const std::string& content) const {
+  const auto found = roles.find(role);
+  if (found == roles.end()) {
+    throw std::invalid_argument("the chat template (" + name + ") has no role \"" + role + "\"");
+  }
+  const std::string& text = found->second;
+  const size_t at = text.find(kContent);
+  return text.substr(0, at) + content + text.substr(at + sizeof kContent - 1);
 }
 
 json ChatTemplate::to_json() const {

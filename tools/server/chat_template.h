@@ -29,8 +29,14 @@ struct ChatTemplate {
   // The prompt of messages (objects with string "role" and "content"), the assistant's turn open.
   // Throws std::invalid_argument naming a role the template has not.
   std::string render(const nlohmann::json& messages) const;
+  // The messages and then the assistant's answer, as a next turn's prompt begins.
+  std::string render_answered(const nlohmann::json& messages, const std::string& answer) const;
   // The template as its JSON object (a built-in's written out).
   nlohmann::json to_json() const;
+
+ private:
+  std::string render_messages(const nlohmann::json& messages) const;
+  std::string render_message(const std::string& role, const std::string& content) const;
 };
 
 // A built-in's name or a JSON object's text; throws std::invalid_argument saying what is wrong.

@@ -6,7 +6,7 @@
 namespace aft::server {
 
 const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>& tokens,
-                                                      size_t max_length) {
+                                                      size_t max_length, bool counted) {
   if (!enabled()) return nullptr;
   const size_t n = std::min(tokens.size(), max_length);
   std::vector<uint64_t> hashes(n + 1);
@@ -21,12 +21,12 @@ const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>
       if (entry.tokens.size() == length &&
           std::equal(entry.tokens.begin(), entry.tokens.end(), tokens.begin())) {
         lru_.splice(lru_.begin(), lru_, it->second);
-        ++hits;
+        if (counted) ++hits;
         return &lru_.front();
       }
     }
   }
-  ++misses;
+  if (counted) ++misses;
   return nullptr;
 }
 

@@ -26,8 +26,9 @@ class PrefixCache {
   bool enabled() const { return budget_ > 0; }
 
   // The longest cached sequence that tokens starts with (at most max_length tokens), or null. The
-  // pointer is valid until the next insert.
-  const Entry* longest_prefix(const std::vector<int32_t>& tokens, size_t max_length);
+  // pointer is valid until the next insert. counted: a request's lookup, in hits or misses.
+  const Entry* longest_prefix(const std::vector<int32_t>& tokens, size_t max_length,
+                              bool counted = true);
 
   // The length of that entry (0 for none), from any thread, changing nothing: what a lookup in
   // the shared cache must beat.

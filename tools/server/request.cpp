@@ -308,6 +308,9 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
   request.prompt = tokenize(limits.model, prompt, "messages");
   check_prompt_length(request, limits, "messages");
   parse_generation_fields(body, limits, request);
+  request.answered = [chat_template, messages](const std::string& answer) {
+    return chat_template.render_answered(messages, answer);
+  };
   // A chat turn ends where the model starts the next speaker's turn.
   if (request.stop.empty()) request.stop = chat_template.stop;
   return request;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool return_tokens = false;  // an extension: the completion's token ids in the choice
+  // A chat's: the conversation with the answer, as the next turn's prompt will begin.
+  std::function<std::string(const std::string& answer)> answered;
 };
 
 // The body of POST /v1/completions. Throws RequestError.

@@ -28,7 +28,8 @@ std::string failure(const char* doing, aft_status status) {
 }  // namespace
 
 struct Scheduler::Slot {
-  enum class Phase { kFree, kPrefill, kDecode };
+  // kExtend: after a chat's answer, evaluating the conversation as its next turn will send it.
+  enum class Phase { kFree, kPrefill, kDecode, kExtend };
   cli::Session session;
   cli::Detokenizer detokenizer;
   cli::Sampler sampler;
@@ -40,7 +41,9 @@ struct Scheduler::Slot {
   std::vector<float> logits;
   std::vector<char> text = std::vector<char>(64);
   Clock::time_point prefill_start;
-  cli::PrefixState sequence;  // for /slots; no tokens: none
+  cli::PrefixState sequence;       // for /slots; no tokens: none
+  std::string answer;              // the text the client got
+  std::vector<int32_t> extension;  // kExtend's tokens
 };
 
 Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics,
@@ -123,7 +126,8 @@ void Scheduler::run() {
       if (stopping_) break;
       controls.swap(controls_);
       for (auto& slot : slots_) {
-        while (slot->phase == Slot::Phase::kFree && !queue_.empty()) {
+        while (slot->phase == Slot::Phase::kFree && !queue_.empty() &&
+               !extending(queue_.front()->request.prompt)) {
           std::shared_ptr<Job> job = std::move(queue_.front());
           queue_.pop_front();
           if (job->cancelled()) continue;
@@ -149,12 +153,14 @@ void Scheduler::run() {
         --busy_;
       }
       for (auto& slot : slots_) {
+        if (slot->phase == Slot::Phase::kExtend) release(*slot);
         if (slot->phase != Slot::Phase::kFree && slot->job) fail(*slot, message);
       }
     }
   }
   // Shutting down: nobody waits in vain.
   for (auto& slot : slots_) {
+    if (slot->phase == Slot::Phase::kExtend) release(*slot);
     if (slot->phase != Slot::Phase::kFree) fail(*slot, "the server is shutting down");
   }
   std::deque<std::function<void()>> controls;
@@ -175,12 +181,12 @@ void Scheduler::run() {
 void Scheduler::step(std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted) {
   for (auto& [slot, job] : admitted) start(*slot, std::move(job));
   for (auto& slot : slots_) {
-    if (slot->phase != Slot::Phase::kFree && slot->job->cancelled()) fail(*slot, "cancelled");
+    if (slot->job && slot->job->cancelled()) fail(*slot, "cancelled");
   }
   // One chunk of one prompt, taking the prefilling slots in turn.
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = *slots_[(next_prefill_ + i) % slots_.size()];
-    if (slot.phase == Slot::Phase::kPrefill) {
+    if (slot.phase == Slot::Phase::kPrefill || slot.phase == Slot::Phase::kExtend) {
       next_prefill_ = (next_prefill_ + i + 1) % slots_.size();
       prefill_chunk(slot);
       break;
@@ -193,6 +199,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   slot.job = std::move(job);
   slot.result = Job::Result{};
   slot.result.queue_ms = ms_since(slot.job->created);
+  slot.answer.clear();
   slot.prefill_start = Clock::now();
   ++metrics_.active_slots;
   const CompletionRequest& request = slot.job->request;
@@ -244,7 +251,8 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
 }
 
 void Scheduler::prefill_chunk(Slot& slot) {
-  const std::vector<int32_t>& prompt = slot.job->request.prompt;
+  const bool is_extension = slot.phase == Slot::Phase::kExtend;
+  const std::vector<int32_t>& prompt = is_extension ? slot.extension : slot.job->request.prompt;
   // A chunk ends at the next multiple of --cache-every, where the state is cached.
   const size_t every = static_cast<size_t>(options_.cache_every);
   const size_t to_checkpoint = every - slot.prefilled % every;
@@ -256,6 +264,7 @@ void Scheduler::prefill_chunk(Slot& slot) {
   const aft_status status =
       aft_session_eval(slot.session.get(), prompt.data() + slot.prefilled, n,
                        last || checkpoint ? AFT_LOGITS_LAST : AFT_LOGITS_NONE, slot.logits.data());
+  if (status != AFT_OK && is_extension) return release(slot);  // only a cache entry missed
   if (status != AFT_OK) return fail(slot, failure("evaluating the prompt", status));
   metrics_.prefill_tokens += n;
   metrics_.prefill_us += static_cast<uint64_t>(ms_since(start) * 1000);
@@ -263,6 +272,10 @@ void Scheduler::prefill_chunk(Slot& slot) {
   if (checkpoint) {
     remember(slot, std::vector<int32_t>(prompt.begin(), prompt.begin() + slot.prefilled),
              slot.logits.data());
+  }
+  if (last && is_extension) {
+    remember(slot, std::move(slot.extension), slot.logits.data());
+    return release(slot);
   }
   if (last) prompt_done(slot);
 }
@@ -294,7 +307,9 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   }
   if (status != AFT_OK) return fail(slot, failure("decoding a token", status));
   bool stopped = false;
-  slot.job->append(slot.stop->push(std::string(slot.text.data(), length), &stopped));
+  const std::string piece = slot.stop->push(std::string(slot.text.data(), length), &stopped);
+  slot.answer += piece;
+  slot.job->append(piece);
   if (stopped) return finish(slot, "stop");
   if (slot.result.tokens.size() >= static_cast<size_t>(slot.job->request.max_tokens)) {
     return finish(slot, "length");
@@ -340,6 +355,7 @@ void Scheduler::finish(Slot& slot, const char* reason) {
     bool stopped = false;
     std::string tail = slot.stop->push(std::string(slot.text.data(), length), &stopped);
     if (!stopped) tail += slot.stop->flush();
+    slot.answer += tail;
     slot.job->append(tail);
   }
   slot.result.finish_reason = reason;
@@ -360,7 +376,45 @@ void Scheduler::finish(Slot& slot, const char* reason) {
       remember(slot, std::move(tokens), slot.logits.data());
     }
   }
-  release(slot);
+  if (!job->request.answered || !extend(slot, job->request.answered(slot.answer))) release(slot);
+}
+
+// A chat's next turn sends the answer back through the template, which writes it otherwise than
+// the model generated it (after "Assistant: ", the generated text having its own leading space,
+// say): the tokens part right after the prompt. So the conversation as the next turn will send it
+// is evaluated now, from the longest cached prefix (the prompt's end), in chunks between steps as
+// a prompt is, and cached: the next turn evaluates its new message only. Until then the slot stays
+// busy and a request whose prompt starts with those tokens waits in the queue (extending()).
+bool Scheduler::extend(Slot& slot, const std::string& conversation) {
+  if (!caching()) return false;
+  std::vector<int32_t> tokens;
+  try {
+    tokens = tokenize(model_, conversation, "messages");
+  } catch (const std::exception&) {  // a cache entry missed, no more
+    return false;
+  }
+  if (max_positions_ > 0 && static_cast<int64_t>(tokens.size()) >= max_positions_) return false;
+  const PrefixCache::Entry* hit = cache_.longest_prefix(tokens, tokens.size(), false);
+  if (hit == nullptr || hit->tokens.size() == tokens.size() ||
+      aft_session_state_load(slot.session.get(), hit->state.data(), hit->state.size()) != AFT_OK) {
+    return false;
+  }
+  slot.prefilled = hit->tokens.size();
+  slot.extension = std::move(tokens);
+  slot.job.reset();
+  slot.phase = Slot::Phase::kExtend;
+  return true;
+}
+
+bool Scheduler::extending(const std::vector<int32_t>& prompt) const {
+  for (const auto& slot : slots_) {
+    const std::vector<int32_t>& tokens = slot->extension;
+    if (slot->phase == Slot::Phase::kExtend && tokens.size() <= prompt.size() &&
+        std::equal(tokens.begin(), tokens.end(), prompt.begin())) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
@@ -380,6 +434,7 @@ void Scheduler::fail(Slot& slot, const std::string& message) {
 
 void Scheduler::release(Slot& slot) {
   slot.job.reset();
+  slot.extension.clear();
   slot.phase = Slot::Phase::kFree;
   --metrics_.active_slots;
   std::lock_guard<std::mutex> lock(mutex_);

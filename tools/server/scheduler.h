@@ -75,6 +75,8 @@ class Scheduler {
   void finish(Slot& slot, const char* reason);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot);
+  bool extend(Slot& slot, const std::string& conversation);
+  bool extending(const std::vector<int32_t>& prompt) const;
   void decode_step();
   void remember(Slot& slot, std::vector<int32_t> tokens, const float* logits);
   // Whether states are kept at all: in the local cache or the shared one.
