@@ -102,6 +102,12 @@ class Model:
             entries[key.value.decode()] = value.value.decode()
         return entries
 
+    @property
+    def fingerprint(self) -> int:
+        """The CRC-32 of the file's header (aft_model_fingerprint), which the model's saved states
+        carry: it names the model, e.g. to keep caches of different models' states apart."""
+        return self._lib.aft_model_fingerprint(self.owned_handle().pointer)
+
     def tokenize(self, text: str) -> list[int]:
         encoded = text.encode("utf-8")
         pointer = self.owned_handle().pointer

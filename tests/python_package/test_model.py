@@ -62,6 +62,14 @@ class ModelInfoTest(unittest.TestCase):
         self.assertEqual(metadata["tokenizer.type"], "char")
         self.assertEqual(list(metadata), sorted(metadata))
 
+    def test_fingerprint(self):
+        with aft.Model(SHIPPED_MODEL) as model, aft.Session(model) as session:
+            fingerprint = model.fingerprint
+            state = session.state()
+        # A saved state carries it (docs/format.md, "Session state": bytes 12 to 15).
+        self.assertEqual(fingerprint, int.from_bytes(state[12:16], "little"))
+        self.assertNotEqual(fingerprint, 0)
+
 
 class ModelErrorsTest(unittest.TestCase):
     def test_missing_file(self):
