@@ -1026,8 +1026,7 @@ TEST(Server, RedisSharesStatesAcrossReplicas) {
     const std::optional<cli::PrefixState> state = cli::decode_prefix_state(
         reinterpret_cast<const unsigned char*>(value->str), value->len, &why);
     ASSERT_TRUE(state) << why;
-    uint64_t hash = server::kEmptyHash;
-    for (int32_t token : state->tokens) hash = server::extend_hash(hash, token);
+    const uint64_t hash = server::tokens_hash(state->tokens);
     char hex[24];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
     EXPECT_EQ(key, namespace_ + std::string(hex));

@@ -9,9 +9,7 @@ const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>
                                                       size_t max_length, bool counted) {
   if (!enabled()) return nullptr;
   const size_t n = std::min(tokens.size(), max_length);
-  std::vector<uint64_t> hashes(n + 1);
-  hashes[0] = kEmptyHash;
-  for (size_t i = 0; i < n; ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  const std::vector<uint64_t> hashes = prefix_hashes(tokens, n);
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t length = n; length > 0; --length) {
     auto [first, last] = by_hash_.equal_range(hashes[length]);
@@ -32,9 +30,7 @@ const PrefixCache::Entry* PrefixCache::longest_prefix(const std::vector<int32_t>
 
 size_t PrefixCache::longest_prefix_length(const std::vector<int32_t>& tokens) const {
   if (!enabled()) return 0;
-  std::vector<uint64_t> hashes(tokens.size() + 1);
-  hashes[0] = kEmptyHash;
-  for (size_t i = 0; i < tokens.size(); ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  const std::vector<uint64_t> hashes = prefix_hashes(tokens, tokens.size());
   // The lock is taken for a batch of lengths at a time: a long prompt's probes (a few ms for
   // 100,000 tokens) never hold up the scheduler's thread for long.
   constexpr size_t kBatch = 4096;
@@ -58,8 +54,7 @@ size_t PrefixCache::longest_prefix_length(const std::vector<int32_t>& tokens) co
 
 void PrefixCache::insert(Entry entry) {
   if (!enabled() || entry.bytes() > budget_) return;
-  uint64_t hash = kEmptyHash;
-  for (int32_t token : entry.tokens) hash = extend_hash(hash, token);
+  const uint64_t hash = tokens_hash(entry.tokens);
   std::lock_guard<std::mutex> lock(mutex_);
   auto [first, last] = by_hash_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
@@ -81,9 +76,7 @@ void PrefixCache::insert(Entry entry) {
 void PrefixCache::evict_to(size_t budget) {
   while (!lru_.empty() && bytes_used > budget) {
     const Entry& victim = lru_.back();
-    uint64_t hash = kEmptyHash;
-    for (int32_t token : victim.tokens) hash = extend_hash(hash, token);
-    auto [first, last] = by_hash_.equal_range(hash);
+    auto [first, last] = by_hash_.equal_range(tokens_hash(victim.tokens));
     for (auto it = first; it != last; ++it) {
       if (it->second == std::prev(lru_.end())) {
         by_hash_.erase(it);

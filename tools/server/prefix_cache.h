@@ -63,4 +63,19 @@ inline uint64_t extend_hash(uint64_t hash, int32_t token) {
 }
 constexpr uint64_t kEmptyHash = 0xCBF29CE484222325ull;
 
+// The hash of a whole sequence, as entries are keyed.
+inline uint64_t tokens_hash(const std::vector<int32_t>& tokens) {
+  uint64_t hash = kEmptyHash;
+  for (int32_t token : tokens) hash = extend_hash(hash, token);
+  return hash;
+}
+
+// The hashes of the first n tokens' prefixes: [i] is that of the first i tokens.
+inline std::vector<uint64_t> prefix_hashes(const std::vector<int32_t>& tokens, size_t n) {
+  std::vector<uint64_t> hashes(n + 1);
+  hashes[0] = kEmptyHash;
+  for (size_t i = 0; i < n; ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  return hashes;
+}
+
 }  // namespace aft::server

@@ -169,9 +169,7 @@ std::optional<cli::PrefixState> RedisCache::find(const std::vector<int32_t>& tok
     ++metrics_.redis_errors;
     return std::nullopt;
   }
-  std::vector<uint64_t> hashes(tokens.size() + 1);
-  hashes[0] = kEmptyHash;
-  for (size_t i = 0; i < tokens.size(); ++i) hashes[i + 1] = extend_hash(hashes[i], tokens[i]);
+  const std::vector<uint64_t> hashes = prefix_hashes(tokens, tokens.size());
   const std::vector<size_t> lengths =
       candidate_lengths(tokens.size(), longer_than, settings_.cache_every);
   try {
@@ -246,11 +244,9 @@ void RedisCache::write_loop() {
       continue;
     }
     try {
-      uint64_t hash = kEmptyHash;
-      for (int32_t token : state.tokens) hash = extend_hash(hash, token);
       const std::vector<unsigned char> value = cli::encode_prefix_state(state);
       connection->command(
-          {"SET", key(hash),
+          {"SET", key(tokens_hash(state.tokens)),
            std::string_view(reinterpret_cast<const char*>(value.data()), value.size()), "EX",
            std::to_string(settings_.ttl_seconds)});
       release(std::move(connection));
