@@ -1,6 +1,6 @@
-// The first exception thrown by the threads of an OpenMP region. An exception must not leave a
-// region (the runtime calls std::terminate), so each thread's body catches into this, and the
-// thread that opened the region rethrows after it: a failure (out of memory included) reaches the
+// The first exception thrown by the threads of a team's run (thread_team.h). An exception must
+// not leave a worker thread (std::terminate), so each thread's body catches into this, and the
+// thread that started the run rethrows after it: a failure (out of memory included) reaches the
 // caller as an exception of its own type instead of ending the process.
 #pragma once
 

@@ -8,8 +8,6 @@
 // fixed-M primitives for larger M.
 #include "kernels/matmul.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <list>
@@ -26,6 +24,7 @@
 #include "kernels/first_exception.h"
 #include "kernels/kernels.h"
 #include "kernels/single_threaded_onednn.h"
+#include "kernels/thread_team.h"
 
 namespace aft::kernels {
 namespace {
@@ -251,22 +250,23 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
       static_cast<int>(std::min({static_cast<std::size_t>(std::max(n_threads, 1)), blocks, worth}));
   scratch.reserve_threads(static_cast<std::size_t>(threads));
   FirstException error;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t b = 0; b < blocks; ++b) {
-    // A team of one is not "in parallel" to oneDNN: keep it from starting threads of its own.
-    omp_set_num_threads(1);
-    const std::size_t row = b / column_blocks * block_rows;
-    const std::size_t rows = std::min(block_rows, m - row);
-    const std::size_t column = b % column_blocks * kMatmulBlockColumns;
-    const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
-    const BlockPrimitives& p = rows == block_rows ? whole : last;
-    error.run([&] {
-      impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
-                     x + row * impl.k, y + row * impl.n,
-                     residual ? residual + row * impl.n : nullptr,
-                     scratch.slot(static_cast<std::size_t>(omp_get_thread_num())));
-    });
-  }
+  ThreadTeam::of_this_thread().run(threads, [&](TeamMember member) {
+    // Each block is one thread's: keep oneDNN from starting threads of its own.
+    const SingleThreadedOneDnn single;
+    MatmulScratch::Slot& slot = scratch.slot(static_cast<std::size_t>(member.id));
+    for (std::size_t b = member.share_begin(blocks); b < member.share_end(blocks); ++b) {
+      const std::size_t row = b / column_blocks * block_rows;
+      const std::size_t rows = std::min(block_rows, m - row);
+      const std::size_t column = b % column_blocks * kMatmulBlockColumns;
+      const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
+      const BlockPrimitives& p = rows == block_rows ? whole : last;
+      error.run([&] {
+        impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
+                       x + row * impl.k, y + row * impl.n,
+                       residual ? residual + row * impl.n : nullptr, slot);
+      });
+    }
+  });
   try {
     error.rethrow();
   } catch (const dnnl::error& e) {

@@ -1,6 +1,8 @@
 // The session's scratch (engine/runtime/scratch.h): an object per type and thread of a call, the
-// same one from call to call, and the calling thread's outside the call's parallel regions.
+// same one from call to call, and the calling thread's outside the call's team runs.
 #include "engine/runtime/scratch.h"
+
+#include "kernels/thread_team.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -35,19 +37,24 @@ TEST(Scratch, EachThreadOfACallHasItsOwnObject) {
   scratch.begin_call(kThreads);
   Numbers* outside = &scratch.local<Numbers>();
   std::vector<Numbers*> seen(kThreads, nullptr);
-#pragma omp parallel num_threads(kThreads)
-  seen[static_cast<std::size_t>(omp_get_thread_num())] = &scratch.local<Numbers>();
-  for (int t = 0; t < omp_get_max_threads() && t < kThreads; ++t) {
-    if (seen[static_cast<std::size_t>(t)] == nullptr) continue;  // fewer threads given
+  kernels::ThreadTeam::of_this_thread().run(kThreads, [&](kernels::TeamMember member) {
+    seen[static_cast<std::size_t>(member.id)] = &scratch.local<Numbers>();
+    // A run nested in the call's keeps its thread's slot.
+    kernels::parallel_parts(2, 2, [&](std::size_t) {
+      EXPECT_EQ(&scratch.local<Numbers>(), seen[static_cast<std::size_t>(member.id)]);
+    });
+  });
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_NE(seen[static_cast<std::size_t>(t)], nullptr);
     for (int u = 0; u < t; ++u)
       EXPECT_NE(seen[static_cast<std::size_t>(t)], seen[static_cast<std::size_t>(u)]);
   }
-  EXPECT_EQ(seen[0], outside);  // thread 0 of the region is the calling thread
+  EXPECT_EQ(seen[0], outside);  // member 0 of the run is the calling thread
 }
 
-TEST(Scratch, ACallFromAnApplicationRegionIndexesItsOwnRegions) {
-  // A call made from thread 1 of the application's region: outside its own regions it uses slot
-  // 0, not the application's thread number.
+TEST(Scratch, ACallFromAnApplicationsOpenMpRegionUsesTheCallsSlots) {
+  // A call made from thread 1 of the application's OpenMP region: outside its own runs it uses
+  // slot 0, not the application's thread number.
   Numbers* in_call = nullptr;
 #pragma omp parallel num_threads(2)
   if (omp_get_thread_num() == omp_get_num_threads() - 1) {

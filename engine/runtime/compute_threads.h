@@ -8,9 +8,7 @@ class ComputeThreads {
  public:
   // requested > 0: that many. 0: the physical cores shared by the calls computing at this moment
   // (this one included), so that sessions on several threads never oversubscribe the cores.
-  // Sets the calling thread's OpenMP thread count, which oneDNN reads, to the count.
   explicit ComputeThreads(int requested);
-  // Restores the calling thread's OpenMP setting: the caller's own stay as they were.
   ~ComputeThreads();
   ComputeThreads(const ComputeThreads&) = delete;
   ComputeThreads& operator=(const ComputeThreads&) = delete;
@@ -19,7 +17,6 @@ class ComputeThreads {
 
  private:
   int count_;
-  int saved_max_threads_;
 };
 
 }  // namespace aft

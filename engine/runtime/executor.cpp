@@ -1,8 +1,6 @@
 #include "executor.h"
 
-#include <omp.h>
-
-#include "kernels/first_exception.h"
+#include "kernels/thread_team.h"
 
 namespace aft {
 namespace {
@@ -50,8 +48,8 @@ class NodeTensors {
   std::size_t rows_, output_rows_;
 };
 
-// One parallel region for the whole call (a decoded token): each op splits its work over the
-// team, a barrier between ops, instead of a region per op. An exception stops no thread early
+// One run of the team for the whole call (a decoded token): each op splits its work over the
+// team, a barrier between ops, instead of a run per op. An exception stops no thread early
 // (every thread reaches every barrier); the first one is rethrown after the region.
 void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const ExecContext& ctx) {
   std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
@@ -60,9 +58,8 @@ void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const
     if (out.rows > 0) node.op->prepare(ctx, out.rows);
   }
   kernels::FirstException error;
-#pragma omp parallel num_threads(ctx.n_threads)
-  {
-    const Team team{omp_get_thread_num(), omp_get_num_threads()};
+  kernels::ThreadTeam& threads = kernels::ThreadTeam::of_this_thread();
+  threads.run(ctx.n_threads, [&](Team team) {
     for (const Node& node : graph.nodes()) {
       if (tensors.rows_of(node.output) == 0) continue;
       error.run([&] {
@@ -70,9 +67,9 @@ void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const
         const Tensor out = tensors.gather(node, node_inputs);
         node.op->run_in_team(ctx, node_inputs, out, team);
       });
-#pragma omp barrier
+      threads.barrier(team);
     }
-  }
+  });
   error.rethrow();
 }
 

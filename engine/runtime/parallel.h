@@ -1,4 +1,5 @@
-// Splits [0, n) into contiguous ranges over OpenMP threads. Range starts are multiples of `align`,
+// Splits [0, n) into contiguous ranges over the threads of the caller's team
+// (kernels/thread_team.h). Range starts are multiples of `align`,
 // so a kernel sees the same lane and tail layout for every item whatever the thread count: results
 // do not depend on the number of threads.
 #pragma once
@@ -6,14 +7,14 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "kernels/first_exception.h"
+#include "kernels/thread_team.h"
 
 namespace aft {
 
 // Work below this many units (about one multiply-add each) per thread costs less than waking a
 // thread: small ops run on fewer threads. A parallel region costs ~2.8 us on 2 cores of the
-// machines measured (aft-bench's "parallel region"); at 2^15 the tiny AFT-full model's decode split
-// its mixer and ran at 0.69x on 2 threads, at 2^17 1.0x.
+// machines measured (aft-bench's "parallel region", OpenMP's then); at 2^15 the tiny AFT-full
+// model's decode split its mixer and ran at 0.69x on 2 threads, at 2^17 1.0x.
 constexpr std::size_t kMinWorkPerThread = 1 << 17;
 
 // A split of [0, n): parts ranges of per items (the last one shorter).
@@ -32,7 +33,7 @@ inline Ranges split_ranges(std::size_t n, std::size_t align, int n_threads,
   return Ranges{per, (n + per - 1) / per};
 }
 
-// What body throws reaches the caller after the region (the first exception, if several).
+// What body throws reaches the caller after every range ran (the first exception, if several).
 template <class Body>
 void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
                      const Body& body) {
@@ -41,20 +42,13 @@ void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_
     body(std::size_t{0}, n);
     return;
   }
-  kernels::FirstException error;
-#pragma omp parallel for num_threads(static_cast <int>(r.parts)) schedule(static)
-  for (std::size_t p = 0; p < r.parts; ++p) {
-    error.run([&] { body(p * r.per, std::min(n, (p + 1) * r.per)); });
-  }
-  error.rethrow();
+  kernels::parallel_parts(r.parts, static_cast<int>(r.parts),
+                          [&](std::size_t p) { body(p * r.per, std::min(n, (p + 1) * r.per)); });
 }
 
-// The threads of a parallel region already open (a decoded token's, executor.cpp): this thread is
-// number id of size.
-struct Team {
-  int id;
-  int size;
-};
+// The threads of a run already open (a decoded token's, executor.cpp): this thread is member id of
+// size.
+using Team = kernels::TeamMember;
 
 // parallel_ranges inside a team: the same split over the team's threads, this thread's range only.
 template <class Body>

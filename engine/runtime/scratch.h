@@ -8,8 +8,6 @@
 // would share an object.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <memory>
@@ -17,28 +15,24 @@
 #include <vector>
 
 #include "engine/format/error.h"
+#include "kernels/thread_team.h"
 
 namespace aft {
 
 class Scratch {
  public:
-  // On the calling thread, before the call's parallel regions: slots for its n_threads threads.
+  // On the calling thread, before the call's team runs: slots for its n_threads threads.
   void begin_call(int n_threads) {
-    // The call's regions are this thread's nested ones (the application may call from a region of
-    // its own): a thread's slot is its number in the region one level down.
-    base_level_ = omp_get_level();
     while (slots_.size() < static_cast<std::size_t>(std::max(n_threads, 1))) {
       slots_.push_back(std::make_unique<Slot>());
     }
   }
 
-  // This thread's T: the calling thread's outside the call's regions, else its team number's. A
-  // region nested in a team's (Op::run_in_team's default) runs on one thread: it keeps its slot.
+  // This thread's T: the calling thread's outside the call's runs, else its member number's. A
+  // run nested in another (Op::run_in_team's default) is on one thread: it keeps its slot.
   template <class T>
   T& local() {
-    const int level = omp_get_level();
-    const auto thread = static_cast<std::size_t>(
-        level > base_level_ ? omp_get_ancestor_thread_num(base_level_ + 1) : 0);
+    const auto thread = static_cast<std::size_t>(kernels::ThreadTeam::this_member());
     if (thread >= slots_.size()) {
       throw Error(AFT_ERR_INTERNAL, "scratch: a thread beyond the call's thread count");
     }
@@ -82,7 +76,6 @@ class Scratch {
 
   // unique_ptr: a slot stays where it is while others are added.
   std::vector<std::unique_ptr<Slot>> slots_;
-  int base_level_ = 0;
 };
 
 }  // namespace aft

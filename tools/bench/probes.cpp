@@ -1,12 +1,14 @@
 #include "tools/bench/probes.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <numeric>
+#include <thread>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/thread_team.h"
 
 namespace aft::bench {
 namespace {
@@ -25,10 +27,15 @@ volatile float g_sink = 0.0f;
 ReadProbe::ReadProbe(std::size_t bytes)
     : buffer_(std::max<std::size_t>(bytes / sizeof(float), 1024)) {
   repeats_ = std::max<std::size_t>(1, (std::size_t{64} << 20) / this->bytes());
+  // Written by the threads that will read it: its pages land on their memory nodes.
   float* data = buffer_.data();
-  const long long n = static_cast<long long>(buffer_.size());
-#pragma omp parallel for schedule(static)
-  for (long long i = 0; i < n; ++i) data[i] = static_cast<float>(i & 1023);
+  const std::size_t n = buffer_.size();
+  kernels::ThreadTeam::of_this_thread().run(
+      static_cast<int>(std::thread::hardware_concurrency()), [&](kernels::TeamMember member) {
+        for (std::size_t i = member.share_begin(n); i < member.share_end(n); ++i) {
+          data[i] = static_cast<float>(i & 1023);
+        }
+      });
 }
 
 float ReadProbe::pass(int threads, std::size_t streams) const {
@@ -37,12 +44,12 @@ float ReadProbe::pass(int threads, std::size_t streams) const {
   const float* data = buffer_.data();
   const std::size_t repeats = repeats_;
   constexpr std::size_t kBlock = 1024;  // floats (4 KiB) per stream in turn
-  float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-  {
-    // Ranges start on cache lines (16 floats); the team may be smaller than asked.
-    const std::size_t parts = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t part = static_cast<std::size_t>(omp_get_thread_num());
+  std::vector<float> totals(static_cast<std::size_t>(threads), 0.0f);
+  kernels::ThreadTeam::of_this_thread().run(threads, [&](kernels::TeamMember member) {
+    // Ranges start on cache lines (16 floats).
+    const std::size_t parts = static_cast<std::size_t>(member.size);
+    const std::size_t part = static_cast<std::size_t>(member.id);
+    float total = 0.0f;
     const std::size_t per = (n / parts + 15) / 16 * 16;
     const std::size_t begin = std::min(n, part * per);
     const std::size_t end = part + 1 == parts ? n : std::min(n, begin + per);
@@ -56,7 +63,10 @@ float ReadProbe::pass(int threads, std::size_t streams) const {
         }
       }
     }
-  }
+    totals[part] = total;
+  });
+  float total = 0.0f;
+  for (float t : totals) total += t;
   return total;
 }
 
@@ -97,16 +107,17 @@ double FmaProbe::best_gflops(int threads, int runs) const {
   std::vector<float> sinks(static_cast<std::size_t>(threads) * kernels::kFmaProbeMaxChains);
   double best = 0.0;
   for (int run = 0; run < runs; ++run) {
-    std::size_t flops = 0;
+    std::vector<std::size_t> flops(static_cast<std::size_t>(threads), 0);
     const auto start = Clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    {
-      const std::size_t part = static_cast<std::size_t>(omp_get_thread_num());
-      flops += k.fma_probe_f32(iterations, &sinks[part * kernels::kFmaProbeMaxChains]);
-    }
+    kernels::ThreadTeam::of_this_thread().run(threads, [&](kernels::TeamMember member) {
+      const auto part = static_cast<std::size_t>(member.id);
+      flops[part] = k.fma_probe_f32(iterations, &sinks[part * kernels::kFmaProbeMaxChains]);
+    });
     const double seconds = seconds_since(start);
     g_sink = g_sink + sinks[0];
-    best = std::max(best, static_cast<double>(flops) / seconds / 1e9);
+    const double total =
+        static_cast<double>(std::accumulate(flops.begin(), flops.end(), std::size_t{0}));
+    best = std::max(best, total / seconds / 1e9);
   }
   return best;
 }
@@ -115,14 +126,14 @@ double ForkJoinProbe::best_microseconds(int threads, int runs) {
   constexpr int kRegions = 2000;
   double best = 0.0;
   for (int run = 0; run < runs; ++run) {
-    int entered = 0;
+    std::atomic<int> entered{0};
     const auto start = Clock::now();
     for (int i = 0; i < kRegions; ++i) {
-#pragma omp parallel num_threads(threads) reduction(+ : entered)
-      entered += 1;
+      kernels::ThreadTeam::of_this_thread().run(
+          threads, [&](kernels::TeamMember) { entered.fetch_add(1, std::memory_order_relaxed); });
     }
     const double microseconds = seconds_since(start) * 1e6 / kRegions;
-    g_sink = g_sink + static_cast<float>(entered);
+    g_sink = g_sink + static_cast<float>(entered.load());
     best = run == 0 ? microseconds : std::min(best, microseconds);
   }
   return best;
