@@ -1,9 +1,11 @@
 // Many sessions of one model on several application threads at once, each thread running its own
 // mixed script (prompts, single tokens, batch decodes, resets, state save and restore, forks) on
-// its own sessions: every logit equals the same script run alone on one thread. It runs in every
-// build; in the ThreadSanitizer build (tests/run.sh) it is the race detector's workload.
+// its own sessions: every logit equals the same script run alone on one thread; and two engines
+// sharing one core. It runs in every build; in the ThreadSanitizer build (tests/run.sh) it is the race detector's workload.
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -118,6 +120,68 @@ TEST_P(StressTest, ConcurrentMixedScriptsGetTheBitsOfOneThread) {
       EXPECT_TRUE(got[w] == want[w]) << "worker " << w << ", n_threads " << n_threads;
     }
   }
+}
+
+// Two engines (models loaded apart, each session on 2 threads) decoding at once with every thread
+// on one CPU: each waiting thread must hand the core to the threads it waits for, or the two
+// would stall each other for whole time slices. Asserts progress and bits, not time: the first to
+// finish saw the other advance, and each got the tokens' logits it gets alone.
+TEST(SharedCoresTest, TwoEnginesOnOneCoreBothProgress) {
+  TempFile file("shared");
+  nlohmann::json config = tiny_config("local");
+  // Past Session::kOneRegionMinParameters: a decoded token is one team run with a barrier per op.
+  config["d_model"] = 256;
+  config["d_ff"] = 1024;
+  config["n_layers"] = 6;
+  config["max_seq_len"] = 128;
+  write_random_model(file.path(), config);
+  constexpr std::size_t kPrompt = 48, kTokens = 60;
+  const std::vector<int32_t> prompt = token_sequence(kPrompt, 256, 7);
+  auto run = [&](const aft_model* model, std::atomic<std::size_t>* done) {
+    SessionHandle session = new_session(model, 2);
+    std::vector<float> log = eval(session.get(), model, prompt, AFT_LOGITS_LAST);
+    for (std::size_t t = 0; t < kTokens; ++t) {
+      const int32_t token = static_cast<int32_t>((t * 37) % 256);
+      const std::vector<float> logits = eval(session.get(), model, {token}, AFT_LOGITS_LAST);
+      log.insert(log.end(), logits.begin(), logits.end());
+      if (done) done->store(t + 1);
+    }
+    return log;
+  };
+  ModelHandle first = load_model(file.path());
+  ModelHandle second = load_model(file.path());
+  const std::vector<float> want = run(first.get(), nullptr);
+
+  cpu_set_t allowed, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  CPU_ZERO(&one);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  CPU_SET(cpu, &one);
+  std::atomic<std::size_t> done[2] = {{0}, {0}};
+  std::atomic<int> ready{0};
+  std::atomic<int> finished_first{-1};
+  std::size_t other_when_first_finished = 0;
+  std::vector<float> got[2];
+  auto engine = [&](int e, const aft_model* model) {
+    // A new thread, so a new team: its workers inherit this thread's CPU.
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();
+    got[e] = run(model, &done[e]);
+    int none = -1;
+    if (finished_first.compare_exchange_strong(none, e)) {
+      other_when_first_finished = done[1 - e].load();
+    }
+  };
+  std::thread a(engine, 0, first.get());
+  std::thread b(engine, 1, second.get());
+  a.join();
+  b.join();
+  EXPECT_TRUE(got[0] == want);
+  EXPECT_TRUE(got[1] == want);
+  EXPECT_GT(other_when_first_finished, 0u) << "engine " << finished_first.load()
+                                           << " ran to its end while the other made no progress";
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, StressTest,
