@@ -45,6 +45,9 @@ void futex_wake_all(std::atomic<uint32_t>& value) {
   syscall(SYS_futex, word_of(value), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+std::atomic<int> g_workers{0};
+std::atomic<int> g_asleep{0};
+
 // The run this thread is a member of (nullptr outside runs), and its member id.
 thread_local const ThreadTeam* t_team = nullptr;
 thread_local int t_member = 0;
@@ -88,7 +91,11 @@ uint32_t WaitWord::wait_change(uint32_t old) {
   while (true) {
     // Counted before the value is read again: publish() either is seen here or sees a sleeper.
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (value_.load(std::memory_order_seq_cst) == old) futex_wait(value_, old);
+    if (value_.load(std::memory_order_seq_cst) == old) {
+      g_asleep.fetch_add(1, std::memory_order_relaxed);
+      futex_wait(value_, old);
+      g_asleep.fetch_sub(1, std::memory_order_relaxed);
+    }
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     const uint32_t now = load();
     if (now != old) return now;
@@ -111,6 +118,10 @@ ThreadTeam& ThreadTeam::of_this_thread() {
 }
 
 int ThreadTeam::this_member() { return t_member; }
+
+int ThreadTeam::workers_in_process() { return g_workers.load(std::memory_order_relaxed); }
+
+int ThreadTeam::threads_asleep_in_process() { return g_asleep.load(std::memory_order_relaxed); }
 
 uint64_t ThreadTeam::long_waits() const {
   uint64_t total = phase_.long_waits();
@@ -146,10 +157,14 @@ void ThreadTeam::add_workers(std::size_t count) {
 }
 
 void ThreadTeam::work(Worker& self, int id) {
+  g_workers.fetch_add(1, std::memory_order_relaxed);
   uint32_t seen = 0;
   while (true) {
     seen = self.go.wait_change(seen);
-    if (stopping_) return;
+    if (stopping_) {
+      g_workers.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
     const TeamMember member{id, size_};
     {
       const Membership membership(this, member.id);

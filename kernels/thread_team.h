@@ -74,6 +74,11 @@ class ThreadTeam {
   // This thread's member id in the outermost run it is part of; 0 outside runs.
   static int this_member();
 
+  // The workers of every team in the process, and the team threads (callers included) asleep in a
+  // wait now: how many of the process's threads keep a CPU busy (compute_threads.cpp).
+  static int workers_in_process();
+  static int threads_asleep_in_process();
+
   // How many waits of this team's threads outlasted the spin so far, and how many of its workers
   // wait for a run asleep now (measures, not contracts).
   uint64_t long_waits() const;

@@ -59,6 +59,23 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   }
 }
 
+// -t 0: the sessions' automatic thread count, reported as "auto" (0 in JSON), its limits those
+// of every physical core.
+TEST(AftBench, AutomaticThreadCount) {
+  const Result md = run(fixture("simple") + " -r 1 -p 8 -n 4 -t 0 --bandwidth-mib 8");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("threads: auto;"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| auto | pp8 |"), std::string::npos) << md.out;
+  const Result r = run(fixture("simple") + " -r 1 -p 8 -n 4 -t 0 --no-limits -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["threads"], 0);
+    EXPECT_GT(row["tokens_per_second"]["mean"].get<double>(), 0.0) << row.dump();
+  }
+}
+
 // --batch: sessions decoding together; tokens/s counts every session's, and the ratio to a batch
 // of one is reported.
 TEST(AftBench, DecodesBatchesOfSessions) {
@@ -131,7 +148,7 @@ TEST(AftBench, SkipsTestsPastThePositionLimit) {
 TEST(AftBench, UsageErrorsExitWithTwo) {
   const std::string model = fixture("simple");
   for (const std::string& args :
-       {std::string(""), model + " -p abc", model + " -p 8,", model + " -n -1", model + " -t 0",
+       {std::string(""), model + " -p abc", model + " -p 8,", model + " -n -1", model + " -t -1",
         model + " -r 0", model + " -o xml", model + " --bogus", model + " -t", model + " extra"}) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;

@@ -1,7 +1,8 @@
 // Many sessions of one model on several application threads at once, each thread running its own
 // mixed script (prompts, single tokens, batch decodes, resets, state save and restore, forks) on
 // its own sessions: every logit equals the same script run alone on one thread; and two engines
-// sharing one core. It runs in every build; in the ThreadSanitizer build (tests/run.sh) it is the race detector's workload.
+// sharing one core. It runs in every build; in the ThreadSanitizer build (tests/run.sh) it is the
+// race detector's workload.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -180,8 +181,8 @@ TEST(SharedCoresTest, TwoEnginesOnOneCoreBothProgress) {
   b.join();
   EXPECT_TRUE(got[0] == want);
   EXPECT_TRUE(got[1] == want);
-  EXPECT_GT(other_when_first_finished, 0u) << "engine " << finished_first.load()
-                                           << " ran to its end while the other made no progress";
+  EXPECT_GT(other_when_first_finished, 0u)
+      << "engine " << finished_first.load() << " ran to its end while the other made no progress";
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixers, StressTest,

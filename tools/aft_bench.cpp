@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aft.h"
+#include "engine/runtime/physical_cores.h"
 #include "tools/bench/machine.h"
 #include "tools/bench/options.h"
 #include "tools/bench/probes.h"
@@ -63,7 +64,9 @@ struct Probes {
   FmaProbe fma;
 };
 
-MeasuredLimits::Sample measure_limits(const Probes& probes, int threads) {
+// threads 0 (automatic): the limits of every physical core.
+MeasuredLimits::Sample measure_limits(const Probes& probes, int requested) {
+  const int threads = requested > 0 ? requested : physical_cores();
   return {probes.memory.best_gbps(threads, kProbeRuns),
           probes.weights.best_gbps(threads, kProbeRuns),
           probes.fma.best_gflops(threads, kProbeRuns),

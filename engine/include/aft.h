@@ -180,10 +180,12 @@ aft_status aft_detokenizer_flush(aft_detokenizer* detokenizer, char* text, size_
 typedef struct aft_session aft_session;
 
 typedef struct aft_session_params {
-  /* 0 (default): automatic, the physical cores shared by the sessions computing at the same
-   * moment (one session alone uses every core, two at once half each), so that sessions on
-   * several threads never oversubscribe the machine. N > 0: N threads, whatever else runs. At
-   * most AFT_MAX_THREADS. Results are the same bits for every thread count. */
+  /* 0 (default): automatic, chosen at each call: the physical cores shared by the sessions
+   * computing at the same moment (one session alone uses every core, two at once half each), so
+   * that sessions on several threads never oversubscribe the machine, and no more than the CPUs
+   * that other processes leave free (at least one; where the process may run on every CPU).
+   * N > 0: N threads, whatever else runs. At most AFT_MAX_THREADS. Results are the same bits for
+   * every thread count. */
   int32_t n_threads;
 } aft_session_params;
 

@@ -2,12 +2,15 @@
 // long as the call runs.
 #pragma once
 
+#include <optional>
+
 namespace aft {
 
 class ComputeThreads {
  public:
-  // requested > 0: that many. 0: the physical cores shared by the calls computing at this moment
-  // (this one included), so that sessions on several threads never oversubscribe the cores.
+  // requested > 0: that many. 0: automatic_threads() of this moment: the physical cores shared by
+  // the calls computing now (this one included), so that sessions on several threads never
+  // oversubscribe the cores, and no more than the CPUs other processes leave free.
   explicit ComputeThreads(int requested);
   ~ComputeThreads();
   ComputeThreads(const ComputeThreads&) = delete;
@@ -18,5 +21,10 @@ class ComputeThreads {
  private:
   int count_;
 };
+
+// The automatic count: cores / sharing (at least 1), the `sharing` calls of this process computing
+// at once; where busy_elsewhere (CPUs that other processes keep busy, cpu_load.h) is known, no
+// more than the cpus this process may use less those (at least 1).
+int automatic_threads(int cores, int cpus, int sharing, std::optional<int> busy_elsewhere);
 
 }  // namespace aft

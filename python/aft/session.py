@@ -25,7 +25,8 @@ def _logits_mode(logits: str) -> int:
 
 class Session:
     """The state of one sequence of `model`, which it keeps alive. n_threads: 0 = automatic (the
-    physical cores shared by the sessions computing at once), N > 0 = N threads; results are the
+    physical cores shared by the sessions computing at once, no more than the CPUs other processes
+    leave free), N > 0 = N threads; results are the
     same bits for every thread count."""
 
     def __init__(self, model: Model, n_threads: int = 0):

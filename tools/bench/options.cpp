@@ -28,7 +28,9 @@ const char kUsage[] =
     "  -d, --n-depth N,...       decode after N context tokens (prefilled, untimed; default 0)\n"
     "  -b, --batch N,...         sessions decoding together, a token each per step\n"
     "                            (aft_batch_decode; tokens/s counts every session's; default 1)\n"
-    "  -t, --threads N,...       threads (default: 1 and the number of physical cores)\n"
+    "  -t, --threads N,...       threads (default: 1 and the number of physical cores); 0 =\n"
+    "                            automatic, the sessions' default (the physical cores, fewer\n"
+    "                            while other processes keep CPUs busy)\n"
     "  -r, --repetitions N       timed runs per test, after one warm-up (default 5)\n"
     "  -o, --output md|json      report format (default md)\n"
     "      --no-limits           skip measuring the machine's limits\n"
@@ -77,7 +79,7 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
     } else if (arg == "-b" || arg == "--batch") {
       options.batch = parse_list<int64_t>(arg, value(), 1, 4096);
     } else if (arg == "-t" || arg == "--threads") {
-      options.threads = parse_list<int>(arg, value(), 1, 1024);
+      options.threads = parse_list<int>(arg, value(), 0, 1024);
     } else if (arg == "-r" || arg == "--repetitions") {
       options.repetitions = static_cast<int>(parse_integer(arg, value(), 1, 100000));
     } else if (arg == "-o" || arg == "--output") {

@@ -46,8 +46,8 @@ Achieved achieved(const Report& r, const TestResult& t) {
   const MeasuredLimits* l = limits_for(r, t.threads);
   if (t.kind == TestKind::Prefill) {
     const double prompts_per_second = tps / static_cast<double>(t.n_prompt);
-    return {prefill_flops(r, t.n_prompt) * prompts_per_second / 1e9, "GFLOP/s",
-            l ? l->fma() : 0.0, 0.0};
+    return {prefill_flops(r, t.n_prompt) * prompts_per_second / 1e9, "GFLOP/s", l ? l->fma() : 0.0,
+            0.0};
   }
   // A batch's step reads the weights once for all its sessions' tokens.
   return {weight_bytes(r) * tps / static_cast<double>(t.batch) / 1e9,
@@ -98,9 +98,12 @@ std::string significant(double value) {
 
 std::string millions(int64_t count) { return format("%.2f M", static_cast<double>(count) / 1e6); }
 
+// 0 is the automatic count.
+std::string threads_text(int threads) { return threads > 0 ? std::to_string(threads) : "auto"; }
+
 std::string thread_list(const std::vector<int>& threads) {
   std::string s;
-  for (int t : threads) s += (s.empty() ? "" : ",") + std::to_string(t);
+  for (int t : threads) s += (s.empty() ? "" : ",") + threads_text(t);
   return s;
 }
 
@@ -169,10 +172,10 @@ void write_markdown(const Report& r, std::FILE* out) {
     std::fprintf(out, "|---:|---:|---:|---:|---:|\n");
     for (const MeasuredLimits& l : r.limits) {
       std::fprintf(out,
-                   "| %d | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.2f (%.2f, "
+                   "| %s | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.2f (%.2f, "
                    "%.2f) |\n",
-                   l.threads, l.read(), l.before.read_gbps, l.after.read_gbps, l.read_weights(),
-                   l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
+                   threads_text(l.threads).c_str(), l.read(), l.before.read_gbps, l.after.read_gbps,
+                   l.read_weights(), l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
                    l.before.fma_gflops, l.after.fma_gflops, l.fork_join(), l.before.fork_join_us,
                    l.after.fork_join_us);
     }
@@ -188,9 +191,9 @@ void write_markdown(const Report& r, std::FILE* out) {
     const std::string ratio = ratio_text(a, t.kind == TestKind::Prefill);
     const double x = speedup(r, t, false);
     const double xb = t.batch > 1 ? speedup(r, t, true) : 0.0;
-    std::fprintf(out, "| %d | %s | %.2f ± %.2f | %s | %s | %s | %.1f %s | %s |\n", t.threads,
-                 t.name().c_str(), s.mean, s.stddev, significant(1000.0 / s.mean).c_str(),
-                 x > 0.0 ? format("%.2f", x).c_str() : "-",
+    std::fprintf(out, "| %s | %s | %.2f ± %.2f | %s | %s | %s | %.1f %s | %s |\n",
+                 threads_text(t.threads).c_str(), t.name().c_str(), s.mean, s.stddev,
+                 significant(1000.0 / s.mean).c_str(), x > 0.0 ? format("%.2f", x).c_str() : "-",
                  xb > 0.0 ? format("%.2f", xb).c_str() : "-", a.value, a.unit, ratio.c_str());
   }
   if (!r.skipped.empty()) std::fprintf(out, "\nSkipped:\n\n");

@@ -1,0 +1,42 @@
+#include "cpu_load.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace aft {
+
+std::optional<int> runnable_threads(const std::string& loadavg) {
+  std::istringstream in(loadavg);
+  double one = 0, five = 0, fifteen = 0;
+  long long runnable = -1, total = -1;
+  char slash = 0;
+  if (!(in >> one >> five >> fifteen >> runnable >> slash >> total) || slash != '/' ||
+      runnable < 0 || total < runnable) {
+    return std::nullopt;
+  }
+  return static_cast<int>(std::min<long long>(runnable, 1 << 20));
+}
+
+int allowed_cpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 1;
+  return std::max(1, CPU_COUNT(&allowed));
+}
+
+std::optional<int> cpus_busy_elsewhere(int own_running) {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 1 || allowed_cpus() < online) return std::nullopt;
+  std::ifstream file("/proc/loadavg");
+  std::string text;
+  if (!std::getline(file, text)) return std::nullopt;
+  const std::optional<int> runnable = runnable_threads(text);
+  if (!runnable) return std::nullopt;
+  return std::max(0, *runnable - own_running);
+}
+
+}  // namespace aft
