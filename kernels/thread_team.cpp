@@ -1,6 +1,7 @@
 #include "kernels/thread_team.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -47,6 +48,14 @@ void futex_wake_all(std::atomic<uint32_t>& value) {
 
 std::atomic<int> g_workers{0};
 std::atomic<int> g_asleep{0};
+// Advanced in a forked child: the parent's workers do not exist there.
+std::atomic<unsigned> g_forks{0};
+
+void after_fork_in_child() {
+  g_forks.fetch_add(1, std::memory_order_relaxed);
+  g_workers.store(0, std::memory_order_relaxed);
+  g_asleep.store(0, std::memory_order_relaxed);
+}
 
 // The run this thread is a member of (nullptr outside runs), and its member id.
 thread_local const ThreadTeam* t_team = nullptr;
@@ -135,7 +144,18 @@ int ThreadTeam::sleeping_workers() const {
   return sleeping;
 }
 
+void ThreadTeam::forget_forked_workers() {
+  if (forks_ == g_forks.load(std::memory_order_relaxed)) return;
+  // A forked child (this thread the one that forked): the workers are the parent's and do not run
+  // here. Their handles are let go (detached: nothing to wait for), and the team starts afresh.
+  for (auto& worker : workers_) worker->thread.detach();
+  workers_.clear();
+  arrived_.store(0, std::memory_order_relaxed);
+  forks_ = g_forks.load(std::memory_order_relaxed);
+}
+
 ThreadTeam::~ThreadTeam() {
+  forget_forked_workers();
   stopping_ = true;
   ++generation_;
   for (auto& worker : workers_) worker->go.publish(generation_);
@@ -143,6 +163,9 @@ ThreadTeam::~ThreadTeam() {
 }
 
 void ThreadTeam::add_workers(std::size_t count) {
+  static const bool registered = pthread_atfork(nullptr, nullptr, after_fork_in_child) == 0;
+  (void)registered;
+  forget_forked_workers();
   while (workers_.size() < count) {
     workers_.push_back(std::make_unique<Worker>());
     Worker& worker = *workers_.back();

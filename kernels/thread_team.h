@@ -95,6 +95,7 @@ class ThreadTeam {
 
   void run_job(int size, Job job, const void* body);
   void add_workers(std::size_t count);
+  void forget_forked_workers();
   void work(Worker& self, int id);
 
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -104,6 +105,7 @@ class ThreadTeam {
   int size_ = 1;
   uint32_t generation_ = 0;
   bool stopping_ = false;
+  unsigned forks_ = 0;  // the process's fork count (in children) its workers were started at
   // The barrier: how many members arrived, and its phase, advanced by the last to arrive.
   alignas(64) std::atomic<int> arrived_{0};
   WaitWord phase_;

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -143,6 +146,37 @@ TEST(ThreadTeam, TeamsOfTwoThreadsOnOneCoreBothFinish) {
   EXPECT_EQ(steps, (std::vector<int>{kSteps, kSteps}));
   EXPECT_GT(long_waits[0], 0u);
   EXPECT_GT(long_waits[1], 0u);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define AFT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AFT_TSAN 1
+#endif
+#endif
+
+TEST(ThreadTeam, AForkedChildRunsWithWorkersOfItsOwn) {
+#ifdef AFT_TSAN
+  GTEST_SKIP()
+      << "skipped: ThreadSanitizer ends a multi-threaded process's child that starts threads";
+#else
+  ThreadTeam& team = ThreadTeam::of_this_thread();
+  team.run(3, [](TeamMember) {});  // the parent's workers exist
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    alarm(20);  // a hang fails the test instead of stalling the suite
+    std::atomic<int> members{0};
+    ThreadTeam::of_this_thread().run(3, [&](TeamMember) { members.fetch_add(1); });
+    // Exits through exit(), whose thread_local destructors stop the child's own workers.
+    std::exit(members.load() == 3 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+#endif
 }
 
 }  // namespace
