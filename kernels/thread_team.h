@@ -3,7 +3,7 @@
 // in the kernel (a futex). OpenMP's default spins without yielding: beside another busy process
 // on the same cores, its waiting threads burnt the time slices that the threads they waited for
 // needed, and two aft processes on two cores ran prefill at 3% of their speed alone
-// (docs/architecture.md, "Threads").
+// (docs/architecture.md, "Threads and determinism").
 #pragma once
 
 #include <algorithm>
@@ -36,7 +36,7 @@ struct TeamMember {
   }
 };
 
-// A word that threads wait on for a change: spin, then sleep until it is published.
+// A word that threads wait on for a change: spin, yield, then sleep until it is published.
 class alignas(64) WaitWord {
  public:
   uint32_t load() const { return value_.load(std::memory_order_acquire); }
