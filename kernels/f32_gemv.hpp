@@ -1,11 +1,11 @@
 // y[r] = dot(w[r, :], x) + bias[r], for one vector x (gemv_f32) or several (gemv_batch_f32, a
 // batch of sequences decoding together); the same with packed bf16 weights (gemv_bf16,
 // gemv_batch_bf16, packed_weights.h), widened exactly as they are loaded. Single and batch run the
-// same block: R rows by V vectors, each load of a weight serving V vectors and each load of x
-// serving R rows; two column batches per step give two FMA chains per (row, vector), the last
-// columns one zero-padded batch. A (row, vector) pair's sums run in the same order in every block
-// shape and either layout, so gemv_batch_f32 gives, vector by vector, the bits of gemv_f32 (and a
-// bf16 GEMV the bits of the f32 GEMV of the widened weights). Single-threaded.
+// same micro-kernel: R rows by V vectors, each load of a weight serving V vectors and each load of
+// x serving R rows, one FMA chain per (row, vector) over the column batches, the last columns one
+// zero-padded batch, then a horizontal sum. A (row, vector) pair's sums run in the same order in
+// every block shape and either layout, so gemv_batch_f32 gives, vector by vector, the bits of
+// gemv_f32 (and a bf16 GEMV the bits of the f32 GEMV of the widened weights). Single-threaded.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/simd_bf16.hpp"
 #include "kernels/simd_partial.hpp"
+#include "kernels/simd_prefetch.hpp"
 
 namespace aft::kernels::simd {
 
@@ -63,42 +64,29 @@ xsimd::batch<float, A> load_weights_partial(const W* p, std::size_t count) {
 }
 
 // Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
+// The micro-kernel: per column batch, the V vectors' x and then each row's weights are loaded
+// once into registers and serve R x V FMAs, one accumulator per (row, vector).
 template <class A, std::size_t R, std::size_t V, class Rows>
 [[gnu::always_inline]] inline void gemv_block(const Rows& w, std::size_t r, const float* x,
                                               std::size_t x_stride, const float* bias, float* y,
-                                              std::size_t y_stride) {
+                                              std::size_t y_stride, Prefetch<A> prefetch = {}) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
-  static_assert(kBf16ChunkCols % (2 * L) == 0, "a step stays within a chunk of packed bf16");
+  static_assert(kBf16ChunkCols % L == 0, "a batch stays within a chunk of packed bf16");
   const std::size_t cols = w.cols;
-  const std::size_t cols2 = cols - cols % (2 * L);
   const std::size_t cols1 = cols - cols % L;
-  B s[R][V], t[R][V];
+  B acc[R][V];
   for (std::size_t i = 0; i < R; ++i) {
-    for (std::size_t j = 0; j < V; ++j) s[i][j] = t[i][j] = B(0.0f);
+    for (std::size_t j = 0; j < V; ++j) acc[i][j] = B(0.0f);
   }
   std::size_t c = 0;
-  for (; c < cols2; c += 2 * L) {
-    B xa[V], xb[V];
-    for (std::size_t j = 0; j < V; ++j) {
-      xa[j] = B::load_unaligned(x + j * x_stride + c);
-      xb[j] = B::load_unaligned(x + j * x_stride + c + L);
-    }
-    for (std::size_t i = 0; i < R; ++i) {
-      const B wa = load_weights<A>(w.at(r + i, c));
-      const B wb = load_weights<A>(w.at(r + i, c + L));
-      for (std::size_t j = 0; j < V; ++j) {
-        s[i][j] = xsimd::fma(wa, xa[j], s[i][j]);
-        t[i][j] = xsimd::fma(wb, xb[j], t[i][j]);
-      }
-    }
-  }
   for (; c < cols1; c += L) {
+    B xv[V];
+    for (std::size_t j = 0; j < V; ++j) xv[j] = B::load_unaligned(x + j * x_stride + c);
+    prefetch.step();
     for (std::size_t i = 0; i < R; ++i) {
-      const B wa = load_weights<A>(w.at(r + i, c));
-      for (std::size_t j = 0; j < V; ++j) {
-        s[i][j] = xsimd::fma(wa, B::load_unaligned(x + j * x_stride + c), s[i][j]);
-      }
+      const B wv = load_weights<A>(w.at(r + i, c));
+      for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wv, xv[j], acc[i][j]);
     }
   }
   // The tail as one more zero-padded batch: the same operations for either weight type, where a
@@ -109,65 +97,101 @@ template <class A, std::size_t R, std::size_t V, class Rows>
     for (std::size_t j = 0; j < V; ++j) xt[j] = load_partial<A>(x + j * x_stride + c, count, 0.0f);
     for (std::size_t i = 0; i < R; ++i) {
       const B wt = load_weights_partial<A>(w.at(r + i, c), count);
-      for (std::size_t j = 0; j < V; ++j) t[i][j] = xsimd::fma(wt, xt[j], t[i][j]);
+      for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wt, xt[j], acc[i][j]);
     }
   }
   for (std::size_t i = 0; i < R; ++i) {
     for (std::size_t j = 0; j < V; ++j) {
-      const float sum = xsimd::hadd(s[i][j] + t[i][j]);
+      const float sum = xsimd::hadd(acc[i][j]);
       y[j * y_stride + i] = bias ? sum + bias[i] : sum;
     }
   }
 }
 
-// V vectors at a time over rows [r0, r0 + rows): groups of R rows, then one by one.
+// The last n < V vectors of rows [r, r + R), in one block of n.
 template <class A, std::size_t R, std::size_t V, class Rows>
-inline void gemv_rows(const Rows& w, std::size_t r0, std::size_t rows, const float* x,
-                      std::size_t x_stride, const float* bias, float* y, std::size_t y_stride) {
-  std::size_t r = 0;
-  for (; r + R <= rows; r += R) {
-    gemv_block<A, R, V>(w, r0 + r, x, x_stride, bias ? bias + r : nullptr, y + r, y_stride);
-  }
-  for (; r < rows; ++r) {
-    gemv_block<A, 1, V>(w, r0 + r, x, x_stride, bias ? bias + r : nullptr, y + r, y_stride);
+inline void gemv_block_rest(std::size_t n, const Rows& w, std::size_t r, const float* x,
+                            std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
+                            Prefetch<A> prefetch) {
+  if constexpr (V > 1) {
+    if (n == V - 1) {
+      gemv_block<A, R, V - 1>(w, r, x, x_stride, bias, y, y_stride, prefetch);
+    } else {
+      gemv_block_rest<A, R, V - 1>(n, w, r, x, x_stride, bias, y, y_stride, prefetch);
+    }
   }
 }
 
-// 4 rows per pass: a packed bf16 group, read as one stream.
+// Rows [r, r + R) for every vector, in blocks of at most V vectors as equal as can be (16 by 3:
+// 3, 3, 3, 3, 2, 2; a block of one runs at the latency of its R chains). The rows' weights stay
+// in L1 while the vectors pass; meanwhile the blocks ask, a share each, for the next rows' weights
+// (next, bytes: contiguous in either layout), so that the first pass over them need not wait for
+// memory.
+template <class A, std::size_t R, std::size_t V, class Rows>
+inline void gemv_row_block(const Rows& w, std::size_t r, std::size_t n_vectors, const float* x,
+                           std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
+                           const char* next, std::size_t next_bytes) {
+  const std::size_t blocks = (n_vectors + V - 1) / V;
+  const std::size_t share = (next_bytes / blocks + 63) / 64 * 64;
+  const std::size_t steps =
+      (w.cols + xsimd::batch<float, A>::size - 1) / xsimd::batch<float, A>::size;
+  std::size_t v = 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
+    const std::size_t done = std::min(next_bytes, b * share);
+    const Prefetch<A> prefetch(next ? next + done : nullptr, std::min(share, next_bytes - done),
+                               steps);
+    if (n == V) {
+      gemv_block<A, R, V>(w, r, x + v * x_stride, x_stride, bias, y + v * y_stride, y_stride,
+                          prefetch);
+    } else {
+      gemv_block_rest<A, R, V>(n, w, r, x + v * x_stride, x_stride, bias, y + v * y_stride,
+                               y_stride, prefetch);
+    }
+    v += n;
+  }
+}
+
+// 4 rows per block: a packed bf16 group, read as one stream.
 constexpr std::size_t kGemvRows = kBf16GroupRows;
 
-template <class A, class Rows>
-void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w, const float* x,
-          const float* bias, float* y) {
-  gemv_rows<A, kGemvRows, 1>(Rows{w, cols}, 0, rows, x, 0, bias, y, 0);
+// Vectors per block of a batch: 4 x 6 accumulators, 6 x and a weight in 32 vector registers
+// (AVX-512, NEON); 4 x 3 + 3 + 1 in 16 (AVX2); with no FMA (SSE2) a product needs one more.
+template <class A>
+constexpr std::size_t gemv_batch_vectors() {
+  if (xsimd::batch<float, A>::size >= 16 || XSIMD_WITH_NEON64) return 6;
+  return XSIMD_WITH_FMA3_AVX2 ? 3 : 2;
 }
 
-// Rows are taken a panel at a time, so that their weights stay in L1 while every vector passes.
-// Pairs of vectors with 32 vector registers (4 x 2 x 2 accumulators), one at a time with 16.
-// (Measured on AVX-512 with 16 sequences: 2 rows x 4 vectors, 1 x 8 and 2 x 2 were no faster.)
+// Groups of kGemvRows rows, then one by one. A (row, vector) pair sums in the same order in every
+// block shape, so gemv_batch gives each vector the bits of gemv.
 template <class A, class Rows>
 void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
                 std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
                 float* y, std::size_t y_stride) {
-  using W = typename Rows::Value;
-  constexpr std::size_t kPair = xsimd::batch<float, A>::size >= 16 || XSIMD_WITH_NEON64 ? 2 : 1;
-  constexpr std::size_t kPanelBytes = 16 * 1024;
-  const std::size_t panel =
-      std::max<std::size_t>(kGemvRows, kPanelBytes / (cols * sizeof(W)) / kGemvRows * kGemvRows);
+  constexpr std::size_t V = gemv_batch_vectors<A>();
   const Rows weights{w, cols};
-  for (std::size_t r0 = 0; r0 < rows; r0 += panel) {
-    const std::size_t n = std::min(panel, rows - r0);
-    const float* bp = bias ? bias + r0 : nullptr;
-    std::size_t v = 0;
-    for (; v + kPair <= n_vectors; v += kPair) {
-      gemv_rows<A, kGemvRows, kPair>(weights, r0, n, x + v * x_stride, x_stride, bp,
-                                     y + v * y_stride + r0, y_stride);
-    }
-    for (; v < n_vectors; ++v) {
-      gemv_rows<A, kGemvRows, 1>(weights, r0, n, x + v * x_stride, x_stride, bp,
-                                 y + v * y_stride + r0, y_stride);
-    }
+  const bool prefetch = n_vectors > 1;
+  const std::size_t block_bytes =
+      reinterpret_cast<const char*>(weights.at(kGemvRows, 0)) - reinterpret_cast<const char*>(w);
+  std::size_t r = 0;
+  for (; r + kGemvRows <= rows; r += kGemvRows) {
+    const bool more = prefetch && r + 2 * kGemvRows <= rows;
+    gemv_row_block<A, kGemvRows, V>(
+        weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r, y_stride,
+        more ? reinterpret_cast<const char*>(weights.at(r + kGemvRows, 0)) : nullptr,
+        more ? block_bytes : 0);
   }
+  for (; r < rows; ++r) {
+    gemv_row_block<A, 1, V>(weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r,
+                            y_stride, nullptr, 0);
+  }
+}
+
+template <class A, class Rows>
+void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w, const float* x,
+          const float* bias, float* y) {
+  gemv_batch<A, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
 }
 
 // The packed bf16 rows widened, row by row, batch by batch within each chunk.

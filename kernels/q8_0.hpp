@@ -10,13 +10,16 @@
 // stay in L1 while every vector passes) gives each vector the bits of gemv_q8_0. Single-threaded.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
 #include "kernels/q8_group_dot.hpp"
+#include "kernels/simd_prefetch.hpp"
 
 namespace aft::kernels::simd {
 
@@ -85,7 +88,8 @@ template <class A, std::size_t G>
 [[gnu::always_inline]] inline void gemv_groups_q8_0(std::size_t blocks, const int8_t* wq,
                                                     const float* wd, const int8_t* xq,
                                                     const float* xd, const float* bias,
-                                                    std::size_t rows, float* y) {
+                                                    std::size_t rows, float* y, Prefetch<A> quants,
+                                                    Prefetch<A> scales) {
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
@@ -99,6 +103,8 @@ template <class A, std::size_t G>
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const typename D::X x = D::prepare(xq + b * kQ8BlockSize);
+    quants.step();
+    scales.step();
     const B x_scale(xd[b]);
     for (std::size_t g = 0; g < G; ++g) {
       I sums[P];
@@ -117,43 +123,52 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
-// Passes of kGroups groups, then group by group. wq / wd start at a group (packed layout).
-template <class A>
-void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
-               const int8_t* xq, const float* xd, const float* bias, float* y) {
-  constexpr std::size_t G = Q8GroupDot<A>::kGroups;
-  constexpr std::size_t kPassRows = G * kQ8GroupRows;
-  const std::size_t blocks = cols / kQ8BlockSize;
-  std::size_t r = 0;
-  for (; r + kPassRows <= rows; r += kPassRows) {
-    gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq, xd,
-                           bias ? bias + r : nullptr, kPassRows, y + r);
-  }
-  for (; r < rows; r += kQ8GroupRows) {
-    const std::size_t n = rows - r < kQ8GroupRows ? rows - r : kQ8GroupRows;
-    gemv_groups_q8_0<A, 1>(blocks, wq + r * cols, wd + r * blocks, xq, xd,
-                           bias ? bias + r : nullptr, n, y + r);
-  }
-}
-
-// Panels of about 16 KB of weights (whole passes), each multiplied by every vector. A row's
-// result does not depend on the rows computed with it, so each vector gets the bits of gemv_q8_0.
+// Passes of kGroups groups, then group by group, each pass for every vector while its weights
+// stay in cache; meanwhile each vector asks for a share of the next pass's weights. A row's result
+// does not depend on the rows or vectors computed with it, so each vector of a batch gets the bits
+// of gemv_q8_0.
 template <class A>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
                      float* y, std::size_t y_stride) {
-  constexpr std::size_t kPanelBytes = 16 * 1024;
-  constexpr std::size_t kPassRows = Q8GroupDot<A>::kGroups * kQ8GroupRows;
+  constexpr std::size_t G = Q8GroupDot<A>::kGroups;
+  constexpr std::size_t kPassRows = G * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
-  const std::size_t pass_bytes = kPassRows * (cols + sizeof(float) * blocks);
-  const std::size_t panel = (pass_bytes < kPanelBytes ? kPanelBytes / pass_bytes : 1) * kPassRows;
-  for (std::size_t r0 = 0; r0 < rows; r0 += panel) {
-    const std::size_t n = rows - r0 < panel ? rows - r0 : panel;
+  // Passes are contiguous: the next one's quants and scales start where this one's end.
+  const auto shares = [&](std::size_t r, std::size_t v, std::size_t pass_rows) {
+    const std::size_t next_rows = std::min(kPassRows, rows - std::min(rows, r + pass_rows));
+    const std::size_t q_bytes = next_rows * cols, d_bytes = next_rows * blocks * sizeof(float);
+    const std::size_t q_share = (q_bytes + n_vectors - 1) / n_vectors;
+    const std::size_t d_share = (d_bytes + n_vectors - 1) / n_vectors;
+    const std::size_t q_done = std::min(q_bytes, v * q_share);
+    const std::size_t d_done = std::min(d_bytes, v * d_share);
+    const auto* q = reinterpret_cast<const char*>(wq + (r + pass_rows) * cols) + q_done;
+    const auto* d = reinterpret_cast<const char*>(wd + (r + pass_rows) * blocks) + d_done;
+    return std::make_pair(Prefetch<A>(q, std::min(q_share, q_bytes - q_done), blocks),
+                          Prefetch<A>(d, std::min(d_share, d_bytes - d_done), blocks));
+  };
+  std::size_t r = 0;
+  for (; r + kPassRows <= rows; r += kPassRows) {
     for (std::size_t v = 0; v < n_vectors; ++v) {
-      gemv_q8_0<A>(n, cols, wq + r0 * cols, wd + r0 * blocks, xq + v * cols, xd + v * blocks,
-                   bias ? bias + r0 : nullptr, y + v * y_stride + r0);
+      const auto [pq, pd] = shares(r, v, kPassRows);
+      gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
+                             bias ? bias + r : nullptr, kPassRows, y + v * y_stride + r, pq, pd);
     }
   }
+  for (; r < rows; r += kQ8GroupRows) {
+    const std::size_t n = rows - r < kQ8GroupRows ? rows - r : kQ8GroupRows;
+    for (std::size_t v = 0; v < n_vectors; ++v) {
+      const auto [pq, pd] = shares(r, v, kQ8GroupRows);
+      gemv_groups_q8_0<A, 1>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
+                             bias ? bias + r : nullptr, n, y + v * y_stride + r, pq, pd);
+    }
+  }
+}
+
+template <class A>
+void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+               const int8_t* xq, const float* xd, const float* bias, float* y) {
+  gemv_batch_q8_0<A>(rows, cols, wq, wd, 1, xq, xd, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd

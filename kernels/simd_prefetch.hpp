@@ -1,0 +1,33 @@
+// Software prefetch of the weights a GEMV reads next, spread over the steps of the work before
+// them: the hardware prefetchers follow a stream only a few lines ahead, and a decode that does
+// much work per byte (a batch of vectors, q8_0's integer products) otherwise waits for memory at
+// the start of every block of rows. A template on the architecture, like every function of the
+// ISA files (README.md).
+#pragma once
+
+#include <cstddef>
+
+namespace aft::kernels::simd {
+
+template <class A>
+struct Prefetch {
+  static constexpr std::size_t kLine = 64;
+  const char* next = nullptr;
+  std::size_t lines = 0;
+  std::size_t per_step = 0;
+
+  Prefetch() = default;
+  // The lines of [begin, begin + bytes), about evenly over `steps` calls of step().
+  Prefetch(const void* begin, std::size_t bytes, std::size_t steps)
+      : next(static_cast<const char*>(begin)),
+        lines((bytes + kLine - 1) / kLine),
+        per_step(steps ? (lines + steps - 1) / steps : lines) {}
+
+  void step() {
+    for (std::size_t i = 0; i < per_step && lines > 0; ++i, --lines, next += kLine) {
+      __builtin_prefetch(next);
+    }
+  }
+};
+
+}  // namespace aft::kernels::simd

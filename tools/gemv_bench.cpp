@@ -1,0 +1,157 @@
+// aft-gemv-bench: the speed of the GEMV micro-kernels (kernels/f32_gemv.hpp, kernels/q8_0.hpp) on
+// one thread, per ISA this CPU runs: one vector (decode) and batches of vectors (sequences
+// decoding together), over weights that stay in cache (what the micro-kernel itself does, in
+// GFLOP/s: 2 per weight and vector) and over weights read from memory (GB/s of weights).
+// docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols] (default 512 512)
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/packed_weights.h"
+
+namespace {
+
+using aft::kernels::KernelTable;
+
+// Seconds per call, the best of several timed passes of enough calls to last ~20 ms.
+template <class F>
+double seconds_per_call(F call) {
+  call();
+  std::size_t calls = 1;
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < calls; ++i) call();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (took.count() > 0.02) break;
+    calls *= 2;
+  }
+  double best = 1e30;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < calls; ++i) call();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count() / static_cast<double>(calls));
+  }
+  return best;
+}
+
+// One weight matrix in every type the GEMVs read, and n_vectors inputs.
+struct Problem {
+  std::size_t rows, cols, copies;  // copies: enough matrices that one pass leaves the caches
+  std::vector<float> f32;
+  std::vector<aft::kernels::PackedWeights> bf16, q8;
+  std::vector<float> x, y;
+  std::vector<int8_t> xq;
+  std::vector<float> xd;
+
+  Problem(const KernelTable& k, std::size_t rows_, std::size_t cols_, std::size_t copies_,
+          std::size_t n_vectors)
+      : rows(rows_), cols(cols_), copies(copies_) {
+    f32.resize(copies * rows * cols);
+    for (std::size_t i = 0; i < f32.size(); ++i) {
+      f32[i] = static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 1000.0f;
+    }
+    std::vector<uint16_t> halves(rows * cols);
+    std::vector<int8_t> quants(rows * cols);
+    std::vector<float> scales(rows * cols / aft::kernels::kQ8BlockSize);
+    for (std::size_t m = 0; m < copies; ++m) {
+      const float* w = f32.data() + m * rows * cols;
+      for (std::size_t i = 0; i < rows * cols; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &w[i], sizeof bits);
+        halves[i] = static_cast<uint16_t>(bits >> 16);
+      }
+      bf16.push_back(aft::kernels::PackedWeights::bf16(rows, cols, halves.data()));
+      k.quantize_q8_0(rows * cols, w, quants.data(), scales.data());
+      q8.push_back(aft::kernels::PackedWeights::q8_0(rows, cols, quants.data(), scales.data()));
+    }
+    x.resize(n_vectors * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
+    y.resize(n_vectors * rows);
+    xq.resize(x.size());
+    xd.resize(x.size() / aft::kernels::kQ8BlockSize);
+    k.quantize_q8_0(x.size(), x.data(), xq.data(), xd.data());
+  }
+};
+
+// One pass over every copy for n vectors, by weight type.
+void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
+  const std::size_t rows = p.rows, cols = p.cols;
+  for (std::size_t m = 0; m < p.copies; ++m) {
+    if (type[0] == 'f') {
+      const float* w = p.f32.data() + m * rows * cols;
+      if (n == 1) {
+        k.gemv_f32(rows, cols, w, p.x.data(), nullptr, p.y.data());
+      } else {
+        k.gemv_batch_f32(rows, cols, w, n, p.x.data(), cols, nullptr, p.y.data(), rows);
+      }
+    } else if (type[0] == 'b') {
+      const auto* w = static_cast<const uint16_t*>(p.bf16[m].matrix().data);
+      if (n == 1) {
+        k.gemv_bf16(rows, cols, w, p.x.data(), nullptr, p.y.data());
+      } else {
+        k.gemv_batch_bf16(rows, cols, w, n, p.x.data(), cols, nullptr, p.y.data(), rows);
+      }
+    } else {
+      const auto& w = p.q8[m].matrix();
+      const auto* wq = static_cast<const int8_t*>(w.data);
+      if (n == 1) {
+        k.gemv_q8_0(rows, cols, wq, w.scales, p.xq.data(), p.xd.data(), nullptr, p.y.data());
+      } else {
+        k.gemv_batch_q8_0(rows, cols, wq, w.scales, n, p.xq.data(), p.xd.data(), nullptr,
+                          p.y.data(), rows);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t rows = argc > 2 ? std::strtoull(argv[1], nullptr, 10) : 512;
+  const std::size_t cols = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 512;
+  if (rows == 0 || cols == 0 || cols % aft::kernels::kQ8BlockSize != 0) {
+    std::fprintf(stderr, "usage: aft-gemv-bench [rows cols] (cols a multiple of 32)\n");
+    return 2;
+  }
+  const std::size_t kVectors[] = {1, 2, 4, 8, 16};
+  const std::size_t max_vectors = 16;
+  // Out of cache: copies that add up to 256 MB of f32 weights.
+  const std::size_t copies = std::max<std::size_t>(1, (256u << 20) / (rows * cols * 4));
+  std::printf(
+      "%zu x %zu weights, 1 thread. In cache: GFLOP/s (2 per weight and vector); "
+      "from memory (%zu matrices): GB/s of weights read\n\n",
+      rows, cols, copies);
+  std::printf("| isa | type | where |");
+  for (std::size_t n : kVectors) std::printf(" x%zu |", n);
+  std::printf("\n|---|---|---|");
+  for (std::size_t i = 0; i < sizeof kVectors / sizeof kVectors[0]; ++i) std::printf("---:|");
+  std::printf("\n");
+  for (const char* isa : {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
+    const KernelTable* k = aft::kernels::kernels_for_isa(isa);
+    if (!k) continue;
+    Problem cached(*k, rows, cols, 1, max_vectors);
+    Problem streamed(*k, rows, cols, copies, max_vectors);
+    for (const char* type : {"f32", "bf16", "q8_0"}) {
+      const double bytes_per_weight = type[0] == 'f' ? 4.0 : type[0] == 'b' ? 2.0 : 34.0 / 32.0;
+      for (Problem* p : {&cached, &streamed}) {
+        std::printf("| %s | %s | %s |", isa, type,
+                    p == &cached ? "cache, GFLOP/s" : "memory, GB/s");
+        for (std::size_t n : kVectors) {
+          const double s = seconds_per_call([&] { run(*k, *p, type, n); });
+          const double weights = static_cast<double>(rows * cols * p->copies);
+          std::printf(" %.1f |", p == &cached ? 2.0 * weights * n / s * 1e-9
+                                              : weights * bytes_per_weight / s * 1e-9);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
