@@ -32,12 +32,13 @@ ComputeThreads::ComputeThreads(int requested) {
   // This process's running threads: its computing calls and its team workers, less those asleep.
   const int own = sharing + kernels::ThreadTeam::workers_in_process() -
                   kernels::ThreadTeam::threads_asleep_in_process();
-  std::optional<int> busy = cpus_busy_elsewhere(std::max(1, own));
+  const AllowedCpus allowed = allowed_cpus();
+  std::optional<int> busy = cpus_busy_elsewhere(std::max(1, own), allowed.count);
   if (busy) {
     const int now = *busy;
     busy = std::min(now, last_busy_elsewhere.exchange(now));
   }
-  count_ = automatic_threads(physical_cores(), allowed_cpus(), sharing, busy);
+  count_ = automatic_threads(physical_cores(allowed.set), allowed.count, sharing, busy);
 }
 
 ComputeThreads::~ComputeThreads() { calls_computing.fetch_sub(1); }

@@ -1,6 +1,5 @@
 #include "cpu_load.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,16 +20,20 @@ std::optional<int> runnable_threads(const std::string& loadavg) {
   return static_cast<int>(std::min<long long>(runnable, 1 << 20));
 }
 
-int allowed_cpus() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 1;
-  return std::max(1, CPU_COUNT(&allowed));
+AllowedCpus allowed_cpus() {
+  AllowedCpus allowed;
+  CPU_ZERO(&allowed.set);
+  if (sched_getaffinity(0, sizeof(allowed.set), &allowed.set) != 0) {
+    CPU_ZERO(&allowed.set);
+    CPU_SET(0, &allowed.set);
+  }
+  allowed.count = std::max(1, CPU_COUNT(&allowed.set));
+  return allowed;
 }
 
-std::optional<int> cpus_busy_elsewhere(int own_running) {
+std::optional<int> cpus_busy_elsewhere(int own_running, int allowed) {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (online < 1 || allowed_cpus() < online) return std::nullopt;
+  if (online < 1 || allowed < online) return std::nullopt;
   std::ifstream file("/proc/loadavg");
   std::string text;
   if (!std::getline(file, text)) return std::nullopt;

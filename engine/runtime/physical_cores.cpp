@@ -1,12 +1,16 @@
 #include "physical_cores.h"
 
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
+#include <vector>
+
+#include "cpu_load.h"
 
 namespace aft {
 namespace {
@@ -18,22 +22,32 @@ int read_topology(int cpu, const char* field) {
   return in ? value : -1;
 }
 
-}  // namespace
-
-int physical_cores() {
-  const int logical = static_cast<int>(std::thread::hardware_concurrency());
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return logical > 0 ? logical : 1;
-  std::set<std::pair<int, int>> cores;  // (package, core)
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
+// (package, core) of each CPU the system has, (-1, cpu) where /sys does not tell.
+std::vector<std::pair<int, int>> read_topologies() {
+  const long configured = sysconf(_SC_NPROCESSORS_CONF);
+  const int n = static_cast<int>(std::clamp<long>(configured, 1, CPU_SETSIZE));
+  std::vector<std::pair<int, int>> cores;
+  for (int cpu = 0; cpu < n; ++cpu) {
     const int package = read_topology(cpu, "physical_package_id");
     const int core = read_topology(cpu, "core_id");
-    // Without topology information every allowed CPU counts as a core.
-    cores.insert(core < 0 ? std::make_pair(-1, cpu) : std::make_pair(package, core));
+    cores.push_back(core < 0 ? std::make_pair(-1, cpu) : std::make_pair(package, core));
+  }
+  return cores;
+}
+
+}  // namespace
+
+int physical_cores(const cpu_set_t& allowed) {
+  static const std::vector<std::pair<int, int>> topology = read_topologies();
+  std::set<std::pair<int, int>> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    // A CPU beyond the table (brought online later) counts as a core of its own.
+    cores.insert(cpu < static_cast<int>(topology.size()) ? topology[cpu] : std::make_pair(-1, cpu));
   }
   return cores.empty() ? 1 : static_cast<int>(cores.size());
 }
+
+int physical_cores() { return physical_cores(allowed_cpus().set); }
 
 }  // namespace aft
