@@ -163,24 +163,24 @@ constexpr std::size_t gemv_batch_vectors() {
   return XSIMD_WITH_FMA3_AVX2 ? 3 : 2;
 }
 
-// Groups of kGemvRows rows, then one by one. A (row, vector) pair sums in the same order in every
-// block shape, so gemv_batch gives each vector the bits of gemv.
-template <class A, class Rows>
-void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
-                std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
-                float* y, std::size_t y_stride) {
+// Blocks of R rows, then one by one. A (row, vector) pair sums in the same order in every block
+// shape, so gemv_batch gives each vector the bits of gemv.
+template <class A, std::size_t R, class Rows>
+void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
+               std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
+               float* y, std::size_t y_stride) {
+  static_assert(R % kBf16GroupRows == 0, "a block is whole groups of packed bf16");
   constexpr std::size_t V = gemv_batch_vectors<A>();
   const Rows weights{w, cols};
-  const bool prefetch = n_vectors > 1;
   const std::size_t block_bytes =
-      reinterpret_cast<const char*>(weights.at(kGemvRows, 0)) - reinterpret_cast<const char*>(w);
+      reinterpret_cast<const char*>(weights.at(R, 0)) - reinterpret_cast<const char*>(w);
   std::size_t r = 0;
-  for (; r + kGemvRows <= rows; r += kGemvRows) {
-    const bool more = prefetch && r + 2 * kGemvRows <= rows;
-    gemv_row_block<A, kGemvRows, V>(
-        weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r, y_stride,
-        more ? reinterpret_cast<const char*>(weights.at(r + kGemvRows, 0)) : nullptr,
-        more ? block_bytes : 0);
+  for (; r + R <= rows; r += R) {
+    const bool more = r + 2 * R <= rows;
+    gemv_row_block<A, R, V>(weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r,
+                            y_stride,
+                            more ? reinterpret_cast<const char*>(weights.at(r + R, 0)) : nullptr,
+                            more ? block_bytes : 0);
   }
   for (; r < rows; ++r) {
     gemv_row_block<A, 1, V>(weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r,
@@ -189,9 +189,17 @@ void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* 
 }
 
 template <class A, class Rows>
+void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
+                std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
+                float* y, std::size_t y_stride) {
+  gemv_rows<A, kGemvRows, Rows>(rows, cols, w, n_vectors, x, x_stride, bias, y, y_stride);
+}
+
+// One vector: 8 rows, so that 8 independent FMA chains keep enough loads in flight.
+template <class A, class Rows>
 void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w, const float* x,
           const float* bias, float* y) {
-  gemv_batch<A, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
+  gemv_rows<A, 2 * kGemvRows, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
 }
 
 // The packed bf16 rows widened, row by row, batch by batch within each chunk.

@@ -2,7 +2,8 @@
 // one thread, per ISA this CPU runs: one vector (decode) and batches of vectors (sequences
 // decoding together), over weights that stay in cache (what the micro-kernel itself does, in
 // GFLOP/s: 2 per weight and vector) and over weights read from memory (GB/s of weights).
-// docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols] (default 512 512)
+// docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols [isa]] (default 512 512,
+// every ISA)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -115,8 +116,9 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
 int main(int argc, char** argv) {
   const std::size_t rows = argc > 2 ? std::strtoull(argv[1], nullptr, 10) : 512;
   const std::size_t cols = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 512;
+  const char* only = argc > 3 ? argv[3] : nullptr;
   if (rows == 0 || cols == 0 || cols % aft::kernels::kQ8BlockSize != 0) {
-    std::fprintf(stderr, "usage: aft-gemv-bench [rows cols] (cols a multiple of 32)\n");
+    std::fprintf(stderr, "usage: aft-gemv-bench [rows cols [isa]] (cols a multiple of 32)\n");
     return 2;
   }
   const std::size_t kVectors[] = {1, 2, 4, 8, 16};
@@ -134,7 +136,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const char* isa : {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
     const KernelTable* k = aft::kernels::kernels_for_isa(isa);
-    if (!k) continue;
+    if (!k || (only && std::strcmp(only, isa) != 0)) continue;
     Problem cached(*k, rows, cols, 1, max_vectors);
     Problem streamed(*k, rows, cols, copies, max_vectors);
     for (const char* type : {"f32", "bf16", "q8_0"}) {
