@@ -14,54 +14,54 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
-#include "kernels/simd_bf16.hpp"
 #include "kernels/simd_partial.hpp"
 #include "kernels/simd_prefetch.hpp"
 
 namespace aft::kernels::simd {
 
-// Where weight (r, c) is, for c a multiple of the batch size (a batch's weights are contiguous).
-// Row-major f32, as the model file stores them and the matrix products read them.
+// The weights as the GEMV reads them: load(r, c), the batch of row r from column c (a multiple of
+// the batch size), as floats; load_tail(r, c, count), its first count lanes and zeros; row(r),
+// where row r starts (the rows of a block of rows follow it contiguously). Row-major f32, as the
+// model file stores them and the matrix products read them.
 template <class A>
 struct F32Rows {
   using Value = float;
+  using B = xsimd::batch<float, A>;
   const float* w;
   std::size_t cols;
-  const float* at(std::size_t r, std::size_t c) const { return w + r * cols + c; }
+  const void* row(std::size_t r) const { return w + r * cols; }
+  B load(std::size_t r, std::size_t c) const { return B::load_unaligned(w + r * cols + c); }
+  B load_tail(std::size_t r, std::size_t c, std::size_t count) const {
+    return load_partial<A>(w + r * cols + c, count, 0.0f);
+  }
 };
-// Packed bf16 (packed_weights.h): a batch never crosses a 32-column chunk.
+// Packed bf16 (packed_weights.h): a batch never crosses a 32-column chunk, and its weights are
+// one half of the chunk's pairs, made floats by a shift (the first half) or a mask (the second).
 template <class A>
 struct Bf16PackedRows {
   using Value = uint16_t;
+  using B = xsimd::batch<float, A>;
+  using U = xsimd::batch<uint32_t, A>;
+  static constexpr std::size_t kHalf = kBf16ChunkCols / 2;
+  static_assert(U::size <= kHalf, "a batch is within one half of a chunk");
   const uint16_t* w;
   std::size_t cols;
-  const uint16_t* at(std::size_t r, std::size_t c) const {
+  const uint16_t* chunk(std::size_t r, std::size_t c) const {
     return w +
            ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
                 kBf16GroupRows +
             r % kBf16GroupRows) *
-               kBf16ChunkCols +
-           c % kBf16ChunkCols;
+               kBf16ChunkCols;
   }
+  const void* row(std::size_t r) const { return chunk(r, 0); }
+  B load(std::size_t r, std::size_t c) const {
+    const std::size_t j = c % kBf16ChunkCols;
+    const U pairs = U::load_unaligned(reinterpret_cast<const uint32_t*>(chunk(r, c)) + j % kHalf);
+    return xsimd::bitwise_cast<B>(j < kHalf ? pairs << 16 : pairs & U(0xffff0000u));
+  }
+  // The chunk's columns past the matrix are zeros.
+  B load_tail(std::size_t r, std::size_t c, std::size_t) const { return load(r, c); }
 };
-
-// A batch of weights as floats.
-template <class A>
-xsimd::batch<float, A> load_weights(const float* p) {
-  return xsimd::batch<float, A>::load_unaligned(p);
-}
-template <class A>
-xsimd::batch<float, A> load_weights(const uint16_t* p) {
-  return load_bf16<A>(p);
-}
-
-// Lanes [0, count) of a batch of weights, the others 0.
-template <class A, class W>
-xsimd::batch<float, A> load_weights_partial(const W* p, std::size_t count) {
-  alignas(A::alignment()) W buf[xsimd::batch<float, A>::size] = {};
-  for (std::size_t i = 0; i < count; ++i) buf[i] = p[i];
-  return load_weights<A>(buf);
-}
 
 // Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
 // The micro-kernel: per column batch, the V vectors' x and then each row's weights are loaded
@@ -85,7 +85,7 @@ template <class A, std::size_t R, std::size_t V, class Rows>
     for (std::size_t j = 0; j < V; ++j) xv[j] = B::load_unaligned(x + j * x_stride + c);
     prefetch.step();
     for (std::size_t i = 0; i < R; ++i) {
-      const B wv = load_weights<A>(w.at(r + i, c));
+      const B wv = w.load(r + i, c);
       for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wv, xv[j], acc[i][j]);
     }
   }
@@ -96,7 +96,7 @@ template <class A, std::size_t R, std::size_t V, class Rows>
     B xt[V];
     for (std::size_t j = 0; j < V; ++j) xt[j] = load_partial<A>(x + j * x_stride + c, count, 0.0f);
     for (std::size_t i = 0; i < R; ++i) {
-      const B wt = load_weights_partial<A>(w.at(r + i, c), count);
+      const B wt = w.load_tail(r + i, c, count);
       for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wt, xt[j], acc[i][j]);
     }
   }
@@ -173,13 +173,12 @@ void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w
   constexpr std::size_t V = gemv_batch_vectors<A>();
   const Rows weights{w, cols};
   const std::size_t block_bytes =
-      reinterpret_cast<const char*>(weights.at(R, 0)) - reinterpret_cast<const char*>(w);
+      static_cast<const char*>(weights.row(R)) - reinterpret_cast<const char*>(w);
   std::size_t r = 0;
   for (; r + R <= rows; r += R) {
     const bool more = r + 2 * R <= rows;
     gemv_row_block<A, R, V>(weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r,
-                            y_stride,
-                            more ? reinterpret_cast<const char*>(weights.at(r + R, 0)) : nullptr,
+                            y_stride, more ? static_cast<const char*>(weights.row(r + R)) : nullptr,
                             more ? block_bytes : 0);
   }
   for (; r < rows; ++r) {
@@ -211,8 +210,8 @@ void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, floa
   for (std::size_t r = 0; r < rows; ++r) {
     float* row = x + r * cols;
     std::size_t c = 0;
-    for (; c + L <= cols; c += L) load_bf16<A>(packed.at(r, c)).store_unaligned(row + c);
-    for (; c < cols; ++c) row[c] = bf16_value<A>(*packed.at(r, c));
+    for (; c + L <= cols; c += L) packed.load(r, c).store_unaligned(row + c);
+    if (c < cols) store_partial<A>(packed.load(r, c), row + c, cols - c);
   }
 }
 

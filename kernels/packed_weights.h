@@ -13,9 +13,12 @@
 // broadcast to every lane, multiply all of them without horizontal sums.
 //
 // bf16: rows in groups of kBf16GroupRows, columns in chunks of kBf16ChunkCols (both padded with
-// zeros); a group's chunks one after the other, each chunk its rows one after the other:
-//   w[((g * chunks + k) * 4 + i) * 32 + j] = w[g * 4 + i][32 k + j]
-// which is the order in which the GEMV, 4 rows at a time, reads them.
+// zeros); a group's chunks one after the other, each chunk its rows one after the other, and a
+// row's 32 values in pairs of columns j and j + 16 (j < 16), j's value first:
+//   w[((g * chunks + k) * 4 + i) * 32 + 2 j + h] = w[g * 4 + i][32 k + 16 h + j]
+// which is the order in which the GEMV, 4 rows at a time, reads them. A pair is a 32-bit lane
+// (little-endian): shifted left by 16 it is column j's float, masked to its high half column
+// j + 16's, one operation per value where widening 16-bit lanes took two.
 //
 // In both, the group of row r (a multiple of the group's rows) starts at r * cols (bf16: the
 // padded cols) values, and its q8_0 scales at r * cols / 32, as a row does in a row-major layout.
@@ -57,11 +60,12 @@ constexpr std::size_t bf16_packed_size(std::size_t rows, std::size_t cols) {
   return (rows + kBf16GroupRows - 1) / kBf16GroupRows * kBf16GroupRows * bf16_packed_cols(cols);
 }
 constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
+  const std::size_t j = c % kBf16ChunkCols;
   return ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
               kBf16GroupRows +
           r % kBf16GroupRows) *
              kBf16ChunkCols +
-         c % kBf16ChunkCols;
+         j % (kBf16ChunkCols / 2) * 2 + j / (kBf16ChunkCols / 2);
 }
 
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).

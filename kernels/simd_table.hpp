@@ -17,7 +17,6 @@
 #include "kernels/f32_sum.hpp"
 #include "kernels/kernels.h"
 #include "kernels/q8_0.hpp"
-#include "kernels/simd_bf16.hpp"
 
 namespace aft::kernels::simd {
 

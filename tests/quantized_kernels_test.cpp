@@ -324,7 +324,8 @@ std::vector<uint16_t> pack(std::size_t rows, std::size_t cols, const std::vector
 }
 
 // The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
-// other, a group of 4 rows where its first row would be with the padded column count.
+// other, a group of 4 rows where its first row would be with the padded column count; within a
+// row's chunk, columns j and j + 16 side by side.
 TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
   const std::size_t rows = 6, cols = 40;  // a partial group and a partial chunk
   std::vector<uint16_t> w(rows * cols);
@@ -332,10 +333,14 @@ TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
   const auto p = pack(rows, cols, w);
   ASSERT_EQ(p.size(), 8u * 64u);
   EXPECT_EQ(p[0], w[0]);
+  EXPECT_EQ(p[1], w[16]);  // the pair of columns 0 and 16
+  EXPECT_EQ(p[2], w[1]);
   EXPECT_EQ(p[31], w[31]);
-  EXPECT_EQ(p[32], w[cols]);          // row 1's first chunk after row 0's
-  EXPECT_EQ(p[128], w[32]);           // then the rows' second chunks
-  EXPECT_EQ(p[128 + 8], 0);           // columns 40..63: padding
+  EXPECT_EQ(p[32], w[cols]);      // row 1's first chunk after row 0's
+  EXPECT_EQ(p[128], w[32]);       // then the rows' second chunks
+  EXPECT_EQ(p[128 + 14], w[39]);  // column 39 is pair 7's first half
+  EXPECT_EQ(p[128 + 1], 0);       // columns 40..63: padding (48 pairs with 32)
+  EXPECT_EQ(p[128 + 16], 0);
   EXPECT_EQ(p[4 * 64], w[4 * cols]);  // the second group starts where row 4 would
   for (std::size_t r = 0; r < 8; ++r) {
     for (std::size_t c = 0; c < 64; ++c) {
