@@ -69,7 +69,7 @@ struct Bf16PackedRows {
 template <class A, std::size_t R, std::size_t V, class Rows>
 [[gnu::always_inline]] inline void gemv_block(const Rows& w, std::size_t r, const float* x,
                                               std::size_t x_stride, const float* bias, float* y,
-                                              std::size_t y_stride, Prefetch<A> prefetch = {}) {
+                                              std::size_t y_stride, Prefetch<A> prefetch) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
   static_assert(kBf16ChunkCols % L == 0, "a batch stays within a chunk of packed bf16");
@@ -132,15 +132,12 @@ inline void gemv_row_block(const Rows& w, std::size_t r, std::size_t n_vectors, 
                            std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
                            const char* next, std::size_t next_bytes) {
   const std::size_t blocks = (n_vectors + V - 1) / V;
-  const std::size_t share = (next_bytes / blocks + 63) / 64 * 64;
   const std::size_t steps =
       (w.cols + xsimd::batch<float, A>::size - 1) / xsimd::batch<float, A>::size;
   std::size_t v = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
-    const std::size_t done = std::min(next_bytes, b * share);
-    const Prefetch<A> prefetch(next ? next + done : nullptr, std::min(share, next_bytes - done),
-                               steps);
+    const auto prefetch = Prefetch<A>::part_of(next, next_bytes, b, blocks, steps);
     if (n == V) {
       gemv_block<A, R, V>(w, r, x + v * x_stride, x_stride, bias, y + v * y_stride, y_stride,
                           prefetch);

@@ -137,15 +137,10 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   // Passes are contiguous: the next one's quants and scales start where this one's end.
   const auto shares = [&](std::size_t r, std::size_t v, std::size_t pass_rows) {
     const std::size_t next_rows = std::min(kPassRows, rows - std::min(rows, r + pass_rows));
-    const std::size_t q_bytes = next_rows * cols, d_bytes = next_rows * blocks * sizeof(float);
-    const std::size_t q_share = (q_bytes + n_vectors - 1) / n_vectors;
-    const std::size_t d_share = (d_bytes + n_vectors - 1) / n_vectors;
-    const std::size_t q_done = std::min(q_bytes, v * q_share);
-    const std::size_t d_done = std::min(d_bytes, v * d_share);
-    const auto* q = reinterpret_cast<const char*>(wq + (r + pass_rows) * cols) + q_done;
-    const auto* d = reinterpret_cast<const char*>(wd + (r + pass_rows) * blocks) + d_done;
-    return std::make_pair(Prefetch<A>(q, std::min(q_share, q_bytes - q_done), blocks),
-                          Prefetch<A>(d, std::min(d_share, d_bytes - d_done), blocks));
+    return std::make_pair(
+        Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, v, n_vectors, blocks),
+        Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float), v,
+                             n_vectors, blocks));
   };
   std::size_t r = 0;
   for (; r + kPassRows <= rows; r += kPassRows) {

@@ -5,6 +5,7 @@
 // ISA files (README.md).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 namespace aft::kernels::simd {
@@ -22,6 +23,16 @@ struct Prefetch {
       : next(static_cast<const char*>(begin)),
         lines((bytes + kLine - 1) / kLine),
         per_step(steps ? (lines + steps - 1) / steps : lines) {}
+
+  // Part `part` of `parts` about equal parts of [begin, begin + bytes) (begin may be null when
+  // bytes is 0), over `steps` calls of step(): work split in parts, each asking for its share.
+  static Prefetch part_of(const void* begin, std::size_t bytes, std::size_t part, std::size_t parts,
+                          std::size_t steps) {
+    const std::size_t share = (bytes + parts - 1) / parts;
+    const std::size_t done = std::min(bytes, part * share);
+    return Prefetch(begin ? static_cast<const char*>(begin) + done : nullptr,
+                    std::min(share, bytes - done), steps);
+  }
 
   void step() {
     for (std::size_t i = 0; i < per_step && lines > 0; ++i, --lines, next += kLine) {
