@@ -30,7 +30,7 @@ fi
 
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DAFT_FUZZ=ON > /dev/null
+    -DCMAKE_CXX_COMPILER=clang++ -DAFT_FUZZ=ON -DCMAKE_UNITY_BUILD=ON > /dev/null
 fi
 cmake --build "$dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 

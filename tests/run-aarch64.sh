@@ -58,7 +58,7 @@ fi
 phase_done install
 
 echo "== aarch64: configure and build ${tests[*]} ($dir)"
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-toolchain.cmake" \
   -Ddnnl_DIR="$sysroot/usr/lib/aarch64-linux-gnu/cmake/dnnl" \
   -DGTest_DIR=/usr/lib/aarch64-linux-gnu/cmake/GTest \

@@ -14,14 +14,19 @@ phase_done() {
   phase_start=$SECONDS
 }
 
-# The Release build builds everything (install_test installs it); the sanitizer builds only what
-# the tests run (aft_test_programs: not libaft.so nor the merged libaft.a).
+# The Release build builds everything (install_test installs it), file by file as a developer's
+# build does; the sanitizer builds only what the tests run (aft_test_programs: not libaft.so nor the
+# merged libaft.a), as unity builds: each library's files compiled together, which parses the
+# headers they share (nlohmann_json's, the server's cpp-httplib) once per library rather than once
+# per file. Measured from clean trees on 2 cores: the Sanitize build 420 -> 353 s.
+unity=(-DCMAKE_UNITY_BUILD=ON)
 for type in Release Sanitize; do
   dir="build-tests-${type,,}"
   targets=()
-  [ "$type" = Release ] || targets=(--target aft_test_programs)
+  options=()
+  [ "$type" = Release ] || { targets=(--target aft_test_programs); options=("${unity[@]}"); }
   echo "== $type build ($dir)"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" > /dev/null
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "${options[@]}" > /dev/null
   cmake --build "$dir" -j "$jobs" "${targets[@]}"
   phase_done "$type build"
   echo "== $type tests"
@@ -38,7 +43,7 @@ done
 # built without TSan are suppressed by library (tests/tsan.supp). The forced-path repeats (names
 # with a dot) run the same code as the plain tests.
 echo "== Tsan build (build-tests-tsan, clang)"
-CC=clang CXX=clang++ cmake -S . -B build-tests-tsan -DCMAKE_BUILD_TYPE=Tsan > /dev/null
+CC=clang CXX=clang++ cmake -S . -B build-tests-tsan -DCMAKE_BUILD_TYPE=Tsan "${unity[@]}" > /dev/null
 cmake --build build-tests-tsan -j "$jobs" --target aft_test_programs
 phase_done "Tsan build"
 echo "== Tsan tests"

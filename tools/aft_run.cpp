@@ -26,6 +26,7 @@
 #include "aft.h"
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
+#include "tools/cli/elapsed.h"
 #include "tools/cli/prefix_state.h"
 #include "tools/cli/text_file.h"
 
@@ -152,10 +153,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
   return options;
 }
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using cli::Clock;
+using cli::ms_since;
 
 // Text to stdout, now: a full disk or a closed pipe (with SIGPIPE ignored) stops the run with an
 // error instead of generating into the void.

@@ -8,13 +8,12 @@
 #include "gpt2_split.h"
 #include "unicode.h"
 #include "utf8.h"
+#include "vocab_limit.h"
 
 namespace aft {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxVocab = std::size_t{1} << 24;
 
 // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for U+0100 onwards.
 std::array<uint32_t, 256> byte_level_chars() {
@@ -105,10 +104,7 @@ BpeTokenizer BpeTokenizer::from_json(const json& d, const std::string& where) {
   if (vocab == d.end()) fail(": missing key \"vocab\" (a \"bpe\" tokenizer needs one)");
   if (!vocab->is_array()) fail(".vocab: expected an array of strings, found " + describe(*vocab));
   if (vocab->empty()) fail(".vocab: is empty");
-  if (vocab->size() > kMaxVocab) {
-    fail(".vocab: " + std::to_string(vocab->size()) + " entries, more than the limit " +
-         std::to_string(kMaxVocab));
-  }
+  check_vocab_size(vocab->size(), fail);
   const std::array<uint32_t, 256> chars = byte_level_chars();
   std::unordered_map<uint32_t, uint8_t> char_to_byte;
   for (int b = 0; b < 256; ++b) {

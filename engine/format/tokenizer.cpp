@@ -5,6 +5,7 @@
 #include "describe.h"
 #include "error.h"
 #include "utf8.h"
+#include "vocab_limit.h"
 
 namespace aft {
 namespace {
@@ -12,7 +13,6 @@ namespace {
 using nlohmann::json;
 
 // Token ids are int32 and models stay far below this; it also bounds memory for absurd inputs.
-constexpr std::size_t kMaxVocab = std::size_t{1} << 24;
 
 std::string code_point_label(uint32_t cp) {
   char buf[16];
@@ -73,10 +73,7 @@ Tokenizer Tokenizer::from_json(const json& description, const std::string& where
   if (vocab == description.end()) fail(": missing key \"vocab\" (a \"char\" tokenizer needs one)");
   if (!vocab->is_array()) fail(".vocab: expected an array of strings, found " + describe(*vocab));
   if (vocab->empty()) fail(".vocab: is empty");
-  if (vocab->size() > kMaxVocab) {
-    fail(".vocab: " + std::to_string(vocab->size()) + " entries, more than the limit " +
-         std::to_string(kMaxVocab));
-  }
+  check_vocab_size(vocab->size(), fail);
   for (std::size_t i = 0; i < vocab->size(); ++i) {
     const json& entry = (*vocab)[i];
     const std::string slot = ".vocab[" + std::to_string(i) + "]";

@@ -4,13 +4,12 @@
 
 #include "describe.h"
 #include "error.h"
+#include "vocab_limit.h"
 
 namespace aft {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxVocab = std::size_t{1} << 24;
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -30,10 +29,7 @@ WorldTokenizer WorldTokenizer::from_json(const json& d, const std::string& where
   if (!vocab->is_array())
     fail(".vocab: expected an array of hex strings, found " + describe(*vocab));
   if (vocab->empty()) fail(".vocab: is empty");
-  if (vocab->size() > kMaxVocab) {
-    fail(".vocab: " + std::to_string(vocab->size()) + " entries, more than the limit " +
-         std::to_string(kMaxVocab));
-  }
+  check_vocab_size(vocab->size(), fail);
   if (!(*vocab)[0].is_null()) fail(".vocab[0]: expected null (token 0 is the end of text)");
   WorldTokenizer tok;
   tok.pieces_.resize(vocab->size());

@@ -8,6 +8,7 @@
 
 #include "channel_blocked_rows.h"
 #include "engine/format/aligned_buffer.h"
+#include "engine/runtime/graph.h"
 #include "engine/runtime/sequence.h"
 
 namespace aft {
@@ -48,5 +49,11 @@ struct MixerState {
 struct SessionState : SequenceState {
   std::vector<MixerState> layers;
 };
+
+// A layer's state of row's sequence in a call of an AFT graph: its sequences are AFT sessions'
+// (engine/api/session.cpp).
+inline MixerState& layer_state(const ExecContext& ctx, std::size_t row, std::size_t layer) {
+  return static_cast<SessionState&>(ctx.state_of(row)).layers[layer];
+}
 
 }  // namespace aft

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 
+#include "tools/cli/elapsed.h"
 #include "tools/server/job.h"
 #include "tools/server/responses.h"
 #include "tools/server/slot_files.h"
@@ -13,14 +14,15 @@ namespace aft::server {
 
 using nlohmann::json;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }
+
+namespace {
+
+using cli::Clock;
+using cli::ms_since;
 
 void send_error(httplib::Response& res, const RequestError& error) {
   send_json(res, error.status, error_json(error.what(), error.type, error.param));
@@ -35,8 +37,7 @@ int64_t unix_seconds() {
 // The request's line on stderr: id, tokens in and out, cached tokens, times.
 void log_job(const Job& job, const char* outcome) {
   const Job::Result& r = job.result();
-  const double total =
-      std::chrono::duration<double, std::milli>(Clock::now() - job.created).count();
+  const double total = ms_since(job.created);
   std::fprintf(stderr,
                "aft-server: request %llu %s | prompt %zu tokens, %lld cached | completion %zu "
                "tokens (%s) | queue %.1f ms, prefill %.1f ms, decode %.1f ms, total %.1f ms\n",
@@ -113,8 +114,7 @@ void find_shared_prefix(ServerState& state, Job& job) {
                  "aft-server: request %llu: %zu of %zu prompt tokens in the local cache, %zu in "
                  "the shared one (%.2f ms)\n",
                  static_cast<unsigned long long>(job.id), local, prompt.size(),
-                 job.shared_prefix ? job.shared_prefix->tokens.size() : size_t{0},
-                 std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+                 job.shared_prefix ? job.shared_prefix->tokens.size() : size_t{0}, ms_since(start));
   }
 }
 

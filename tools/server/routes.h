@@ -7,6 +7,7 @@
 #include <string>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "tools/server/metrics.h"
 #include "tools/server/options.h"
@@ -33,5 +34,8 @@ struct ServerState {
 };
 
 void install_routes(httplib::Server& http, ServerState& state);
+
+// A JSON body with its status (the routes here and slot_files.cpp's).
+void send_json(httplib::Response& res, int status, const nlohmann::json& body);
 
 }  // namespace aft::server

@@ -9,17 +9,15 @@
 #include <string>
 
 #include "tools/cli/api_call.h"
+#include "tools/cli/elapsed.h"
 #include "tools/server/stop_filter.h"
 
 namespace aft::server {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using cli::Clock;
+using cli::ms_since;
 
 std::string failure(const char* doing, aft_status status) {
   return std::string(doing) + ": " + aft_status_string(status) + ": " + aft_last_error();

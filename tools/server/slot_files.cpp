@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/cli/elapsed.h"
 #include "tools/cli/prefix_state.h"
 #include "tools/server/request.h"
 #include "tools/server/responses.h"
@@ -23,22 +24,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using cli::Clock;
+using cli::ms_since;
 
 // NAME_MAX on Linux, less the ".tmp" that write_prefix_state_file's temporary file adds.
 constexpr size_t kMaxFileName = 251;
 
 // Two saves to one name would otherwise share write_prefix_state_file's temporary file.
 std::mutex save_mutex;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump(body), "application/json");
-}
 
 // A client's text in a message: cut short.
 std::string shown(const std::string& text) {

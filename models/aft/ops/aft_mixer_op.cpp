@@ -14,7 +14,6 @@
 #include "aft_mixer_op.h"
 #include "aft_state_merge.h"
 #include "engine/runtime/parallel.h"
-#include "kernels/matmul.h"
 #include "models/aft/channel_blocked_rows.h"
 #include "models/aft/position_bias.h"
 #include "models/aft/session_state.h"
@@ -26,21 +25,9 @@ namespace {
 
 using Blocks = ChannelBlockedRows;
 
-// The sequences of a call of an AFT graph are AFT sessions' (engine/api/session.cpp).
-MixerState& layer_state(const ExecContext& ctx, std::size_t row, std::size_t layer) {
-  return static_cast<SessionState&>(ctx.state_of(row)).layers[layer];
-}
 StateRollback* rollback_of(const ExecContext& ctx, std::size_t row) {
   return static_cast<StateRollback*>(ctx.rollback_of(row));
 }
-
-// The prefill of narrow models (d under 512, whose matrix products split rows rather than columns,
-// kernels/matmul.h) runs as a scan over segments of this many positions: a matmul row block, so
-// that a thread tends to read the rows it has just computed, and the threads have work even with
-// fewer channel blocks than threads.
-constexpr std::size_t kSegmentRows = kernels::kMatmulBlockRows;
-constexpr std::size_t kSegmentedBelowWidth =
-    kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
 
 // For a bias shared by the channels: each chunk row's window weights exp(w - top), oldest entry
 // first, and top, the row's largest bias. Computed once per chunk, not once per channel block.

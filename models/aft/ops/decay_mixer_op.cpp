@@ -14,7 +14,6 @@
 #include "aft_state_merge.h"
 #include "decay_mixer_op.h"
 #include "engine/runtime/parallel.h"
-#include "kernels/matmul.h"
 #include "models/aft/channel_blocked_rows.h"
 #include "models/aft/session_state.h"
 #include "scan_partials.h"
@@ -24,15 +23,6 @@ namespace {
 
 using Blocks = ChannelBlockedRows;
 
-MixerState& layer_state(const ExecContext& ctx, std::size_t row, std::size_t layer) {
-  return static_cast<SessionState&>(ctx.state_of(row)).layers[layer];
-}
-
-// As the AFT mixer (aft_mixer_op.cpp): narrow models' prompts run as a scan over segments of a
-// matmul row block.
-constexpr std::size_t kSegmentRows = kernels::kMatmulBlockRows;
-constexpr std::size_t kSegmentedBelowWidth =
-    kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
 // Per channel and token: two accumulator steps (about 10 units of work each).
 constexpr std::size_t kStepCost = 20;
 

@@ -38,7 +38,7 @@ class TokenShiftOp final : public Op {
 
  private:
   float* remembered(const ExecContext& ctx, std::size_t row) const {
-    MixerState& layer = static_cast<SessionState&>(ctx.state_of(row)).layers[layer_];
+    MixerState& layer = layer_state(ctx, row, layer_);
     return (input_ == ShiftedInput::Mixer ? layer.last_input : layer.ffn_last_input).data();
   }
 
