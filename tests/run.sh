@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: a Release build running every C++ test, an ASan+UBSan build and a
-# ThreadSanitizer build (clang) running every C++ test but the repeats on forced CPU paths, then
+# The whole test suite: a Release build running every C++ test, an ASan+UBSan build running every
+# C++ test but the repeats on forced CPU paths, a ThreadSanitizer build (clang) running those of
+# them that start threads (tests/CMakeLists.txt, AFT_SINGLE_THREADED_TESTS), then
 # the Python reference's tests (their fixture check again under each OpenBLAS kernel family the
 # CPU runs) and the Python package's (over the Release build's libaft.so).
 # Usage: tests/run.sh [jobs]
@@ -41,7 +42,7 @@ done
 
 # TSan sees OpenMP's synchronization through clang's archer tool; reports inside the libraries
 # built without TSan are suppressed by library (tests/tsan.supp). The forced-path repeats (names
-# with a dot) run the same code as the plain tests.
+# with a dot) run the same code as the plain tests; the programs that start no thread are not built.
 echo "== Tsan build (build-tests-tsan, clang)"
 CC=clang CXX=clang++ cmake -S . -B build-tests-tsan -DCMAKE_BUILD_TYPE=Tsan "${unity[@]}" > /dev/null
 cmake --build build-tests-tsan -j "$jobs" --target aft_test_programs
