@@ -57,6 +57,29 @@ void merge_row(std::size_t width, float row_max, const float* __restrict key_max
   }
 }
 
+// merge_row for the first key block, into the empty state (m = -inf, a = b = 0) that every row has
+// before it: there merge's exp(m - pm) is exp(-inf) = 0 for a partial with pm > -inf, and the
+// merged state is (pm, 0 + n, 0 + d), which this writes without the exp; other partials go through
+// merge. The same bits as merge_row.
+void start_row(std::size_t width, float row_max, const float* __restrict key_max,
+               const float* __restrict n, const float* __restrict d, double* __restrict m,
+               double* __restrict a, double* __restrict b) {
+  constexpr double kEmpty = -std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < width; ++c) {
+    const double pm = double(row_max) + key_max[c];
+    if (pm > kEmpty) {
+      m[c] = pm;
+      a[c] = 0.0 + n[c];
+      b[c] = 0.0 + d[c];
+    } else {
+      const AftState merged = merge(kEmpty, 0.0, 0.0, pm, n[c], d[c]);
+      m[c] = merged.m;
+      a[c] = merged.a;
+      b[c] = merged.b;
+    }
+  }
+}
+
 // Grows buffer to at least n floats. Scratch (the session's, per thread) is kept from call to call:
 // a prefill would otherwise spend much of its time on fresh pages.
 float* at_least(AlignedBuffer& buffer, std::size_t n) {
@@ -167,9 +190,6 @@ class FullPrefill {
   }
 
   void run_channel_block(std::size_t c0, std::size_t width, ChannelBlockScratch& s) const {
-    std::fill(s.m, s.m + rows_ * kChannelBlock, -std::numeric_limits<double>::infinity());
-    std::fill(s.a, s.a + rows_ * kChannelBlock, 0.0);
-    std::fill(s.b, s.b + rows_ * kChannelBlock, 0.0);
     for (std::size_t j = 0; j < key_blocks_; ++j) {
       const std::size_t begin = j * kKeyBlock;
       const std::size_t length = std::min(kKeyBlock, positions_ - begin);
@@ -214,9 +234,12 @@ class FullPrefill {
     }
   }
 
-  // Merges key block j's partial states into chunk row r's (the product's row r - r0).
+  // Merges key block j's partial states into chunk row r's (the product's row r - r0). Every row
+  // sees key block 0 (r0 = 0): its state starts there, empty.
   void merge_key_block(std::size_t j, std::size_t r, std::size_t r0, std::size_t c0,
                        std::size_t width, ChannelBlockScratch& s) const {
+    constexpr double kEmpty = -std::numeric_limits<double>::infinity();
+    const bool first = j == 0;
     const float row_max = bias_max_[r * key_blocks_ + j];
     const float* n = s.sums + (r - r0) * 2 * kChannelBlock;
     const float* d = n + width;
@@ -226,14 +249,15 @@ class FullPrefill {
     std::size_t inexact = 0;
     for (std::size_t c = 0; c < width; ++c) inexact += !(d[c] >= kMinDenominator);  // NaN too
     if (inexact == 0) {
-      merge_row(width, row_max, s.key_max, n, d, m, a, b);
+      (first ? start_row : merge_row)(width, row_max, s.key_max, n, d, m, a, b);
       return;
     }
     for (std::size_t c = 0; c < width; ++c) {
       const AftState partial = d[c] >= kMinDenominator
                                    ? AftState{double(row_max) + s.key_max[c], n[c], d[c]}
                                    : exact_partial(first_ + r, j * kKeyBlock, c0 + c);
-      const AftState merged = merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
+      const AftState merged = first ? merge(kEmpty, 0.0, 0.0, partial.m, partial.a, partial.b)
+                                    : merge(m[c], a[c], b[c], partial.m, partial.a, partial.b);
       m[c] = merged.m;
       a[c] = merged.a;
       b[c] = merged.b;
