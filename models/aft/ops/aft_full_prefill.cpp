@@ -28,21 +28,22 @@ namespace {
 
 // Work units. A merge of partial states costs about as much as a key block row's share of the
 // product: long key blocks keep merges few (measured on enwik8-full shapes: 256 takes 0.6x the time
-// of 64). Row blocks skip most of the diagonal block's masked half.
-constexpr std::size_t kKeyBlock = 256;
+// of 64; 512 took enwik8-full's pp512 merges from 35 to 7 ms at 1 thread on AVX2, the mixer's whole
+// prefill from 135 to 104 ms). Row blocks skip most of the diagonal block's masked half.
+constexpr std::size_t kKeyBlock = 512;
 constexpr std::size_t kRowBlock = 64;
 // The state's channel blocks (channel_blocked_rows.h): a block's keys are contiguous rows.
 constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
 
 // Below this, a block's D is recomputed with the exact streaming accumulator. Why 2^-88: exp()
 // results and products below 2^-126 may be subnormal or flushed to 0, an absolute error of at most
-// 2^-126 each (E and F are at most 1). A block sums kKeyBlock = 2^8 terms, each with up to three
-// such errors (E, F, their product): at most 3 * 2^8 * 2^-126 < 2^-116 in D, and the same times
-// max |V| in N. With D >= 2^-88 that is below 2^-28 relative, under float's own rounding (2^-24).
+// 2^-126 each (E and F are at most 1). A block sums kKeyBlock = 2^9 terms, each with up to three
+// such errors (E, F, their product): at most 3 * 2^9 * 2^-126 < 2^-115 in D, and the same times
+// max |V| in N. With D >= 2^-88 that is below 2^-27 relative, under float's own rounding (2^-24).
 // A smaller D means that underflow may have eaten the block's sum (keys and biases spread by more
 // than about 61 with their maxima at different positions): that block is summed exactly instead.
 constexpr float kMinDenominator = 0x1p-88f;
-static_assert(kKeyBlock <= 256, "the bound above assumes at most 2^8 terms per block");
+static_assert(kKeyBlock <= 512, "the bound above assumes at most 2^9 terms per block");
 
 // Merges a key block's partial states (row_max + key_max[c], n[c], d[c]) into a row's (m, a, b)
 // over width channels. The arrays do not overlap (which lets the loop vectorize).
