@@ -103,13 +103,17 @@ struct ChannelBlockScratch {
     factors = at_least(factors_buffer, kKeyBlock * 2 * kChannelBlock);
     sums = at_least(sums_buffer, rows * 2 * kChannelBlock);
     key_max = at_least(key_max_buffer, kChannelBlock);
+    key_rows.resize(kKeyBlock);
+    factor_rows.resize(kKeyBlock);
     m = at_least(m_buffer, rows * kChannelBlock);
     a = at_least(a_buffer, rows * kChannelBlock);
     b = at_least(b_buffer, rows * kChannelBlock);
   }
-  float* factors;     // key block rows: F * V | F, 2 kChannelBlock apart
-  float* sums;        // chunk rows: N_j | D_j, 2 kChannelBlock apart
-  float* key_max;     // kappa_j
+  float* factors;                      // key block rows: F * V | F, 2 kChannelBlock apart
+  float* sums;                         // chunk rows: N_j | D_j, 2 kChannelBlock apart
+  float* key_max;                      // kappa_j
+  std::vector<const float*> key_rows;  // a key block's rows of keys and of F, for the kernel
+  std::vector<float*> factor_rows;
   double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
   AlignedBuffer factors_buffer, sums_buffer, key_max_buffer;
   AlignedDoubles m_buffer, a_buffer, b_buffer;
@@ -214,24 +218,22 @@ class FullPrefill {
     }
   }
 
-  // kappa_j and F * V | F of positions [begin, begin + length), channels [c0, c0 + width).
+  // kappa_j and F * V | F of positions [begin, begin + length), channels [c0, c0 + width). kappa_j
+  // and F are what the window kernel's reframe computes (kernels.h): the keys' maximum per
+  // channel, and each key's exp(k - max).
   void key_block_factors(std::size_t begin, std::size_t length, std::size_t c0, std::size_t width,
                          ChannelBlockScratch& s) const {
-    float* max = s.key_max;
-    std::fill(max, max + width, -std::numeric_limits<float>::infinity());
     for (std::size_t i = 0; i < length; ++i) {
-      const float* k = key_row(begin + i, c0);
-      for (std::size_t c = 0; c < width; ++c) max[c] = std::max(max[c], k[c]);
+      s.key_rows[i] = key_row(begin + i, c0);
+      s.factor_rows[i] = s.factors + i * 2 * kChannelBlock + width;
     }
+    ctx_.kernels.aft_window_reframe_f32(width, length, s.key_rows.data(), s.factor_rows.data(),
+                                        s.key_max);
     for (std::size_t i = 0; i < length; ++i) {
-      const float* k = key_row(begin + i, c0);
       const float* v = value_row(begin + i, c0);
       float* weighted = s.factors + i * 2 * kChannelBlock;
-      float* f = weighted + width;
-      for (std::size_t c = 0; c < width; ++c) {
-        f[c] = exp_nonpositive(k[c] - max[c]);
-        weighted[c] = f[c] * v[c];
-      }
+      const float* f = weighted + width;
+      for (std::size_t c = 0; c < width; ++c) weighted[c] = f[c] * v[c];
     }
   }
 
