@@ -73,6 +73,11 @@ struct Bf16PackedRows {
   B load_tail(std::size_t r, std::size_t c, std::size_t) const { return load(r, c); }
 };
 
+// Column batches per turn of a block's loop (and per prefetch step) for V vectors: two halve the
+// loop's and the prefetch's overhead where registers allow (V <= 2: AVX2, SSE2); at 4 x 6
+// (AVX-512, NEON) GCC would interleave the two batches' loads and spill accumulators.
+constexpr std::size_t gemv_batches_per_turn(std::size_t vectors) { return vectors <= 2 ? 2 : 1; }
+
 // Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
 // The micro-kernel: per column batch, the V vectors' x and then each row's weights are loaded
 // once into registers and serve R x V FMAs, one accumulator per (row, vector).
@@ -100,17 +105,13 @@ template <class A, std::size_t R, std::size_t V, class Rows>
       for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wv, xv[j], acc[i][j]);
     }
   };
-  // Two batches per turn of the loop: half the loop's and the prefetch's overhead.
+  constexpr std::size_t kTurn = gemv_batches_per_turn(V);
   std::size_t c = 0;
-  for (; c + 2 * L <= cols1; c += 2 * L) {
-    step(c);
-    step(c + L);
+  for (; c + kTurn * L <= cols1; c += kTurn * L) {
+    for (std::size_t u = 0; u < kTurn; ++u) step(c + u * L);
     prefetch.step();
   }
-  if (c < cols1) {
-    step(c);
-    c += L;
-  }
+  for (; c < cols1; c += L) step(c);
   // The tail as one more zero-padded batch: the same operations for either weight type, where a
   // scalar loop could be vectorized (products no longer fused) for one type and not the other.
   if (c < cols) {
@@ -154,11 +155,11 @@ inline void gemv_row_block(const Rows& w, std::size_t r, std::size_t n_vectors, 
                            std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
                            const char* next, std::size_t next_bytes) {
   const std::size_t blocks = (n_vectors + V - 1) / V;
-  const std::size_t steps = w.cols / (2 * xsimd::batch<float, A>::size);
   std::size_t v = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
-    const auto prefetch = Prefetch<A>::part_of(next, next_bytes, b, blocks, steps);
+    const std::size_t turns = w.cols / (gemv_batches_per_turn(n) * xsimd::batch<float, A>::size);
+    const auto prefetch = Prefetch<A>::part_of(next, next_bytes, b, blocks, turns);
     if (n == V) {
       gemv_block<A, R, V>(w, r, x + v * x_stride, x_stride, bias, y + v * y_stride, y_stride,
                           prefetch);
