@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
+#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
@@ -182,6 +184,20 @@ constexpr std::size_t gemv_batch_vectors() {
   return xsimd::batch<float, A>::size >= 16 || XSIMD_WITH_NEON64 ? 6 : 2;
 }
 
+// The packed bf16 rows widened, row by row, batch by batch within each chunk.
+template <class A>
+void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, float* x) {
+  using B = xsimd::batch<float, A>;
+  constexpr std::size_t L = B::size;
+  const Bf16PackedRows<A> packed{w, cols};
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = x + r * cols;
+    std::size_t c = 0;
+    for (; c + L <= cols; c += L) packed.load(r, c).store_unaligned(row + c);
+    if (c < cols) store_partial<A>(packed.load(r, c), row + c, cols - c);
+  }
+}
+
 // Blocks of R rows, then one by one. A (row, vector) pair sums in the same order in every block
 // shape, so gemv_batch gives each vector the bits of gemv.
 template <class A, std::size_t R, class Rows>
@@ -196,8 +212,21 @@ void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w
   std::size_t r = 0;
   for (; r + R <= rows; r += R) {
     const bool more = r + 2 * R <= rows;
-    gemv_row_block<A, R, V>(weights, r, n_vectors, x, x_stride, bias ? bias + r : nullptr, y + r,
-                            y_stride, more ? static_cast<const char*>(weights.row(r + R)) : nullptr,
+    const char* next = more ? static_cast<const char*>(weights.row(r + R)) : nullptr;
+    const float* b = bias ? bias + r : nullptr;
+    if constexpr (std::is_same<Rows, Bf16PackedRows<A>>::value) {
+      // More vectors than a block takes: widen the rows once for all the blocks, not per block
+      // (a shift or mask per weight batch and block); exact, so the same bits.
+      if (n_vectors > V) {
+        thread_local std::vector<float> wide;
+        if (wide.size() < R * cols) wide.resize(R * cols);
+        widen_bf16_rows<A>(R, cols, static_cast<const uint16_t*>(weights.row(r)), wide.data());
+        gemv_row_block<A, R, V>(F32Rows<A>{wide.data(), cols}, 0, n_vectors, x, x_stride, b, y + r,
+                                y_stride, next, more ? block_bytes : 0);
+        continue;
+      }
+    }
+    gemv_row_block<A, R, V>(weights, r, n_vectors, x, x_stride, b, y + r, y_stride, next,
                             more ? block_bytes : 0);
   }
   for (; r < rows; ++r) {
@@ -218,20 +247,6 @@ template <class A, class Rows>
 void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w, const float* x,
           const float* bias, float* y) {
   gemv_rows<A, 2 * kGemvRows, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
-}
-
-// The packed bf16 rows widened, row by row, batch by batch within each chunk.
-template <class A>
-void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, float* x) {
-  using B = xsimd::batch<float, A>;
-  constexpr std::size_t L = B::size;
-  const Bf16PackedRows<A> packed{w, cols};
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * cols;
-    std::size_t c = 0;
-    for (; c + L <= cols; c += L) packed.load(r, c).store_unaligned(row + c);
-    if (c < cols) store_partial<A>(packed.load(r, c), row + c, cols - c);
-  }
 }
 
 }  // namespace aft::kernels::simd
