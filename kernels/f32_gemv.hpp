@@ -147,8 +147,8 @@ inline void gemv_block_rest(std::size_t n, const Rows& w, std::size_t r, const f
   }
 }
 
-// Rows [r, r + R) for every vector, in blocks of at most V vectors as equal as can be (16 by 3:
-// 3, 3, 3, 3, 2, 2; a block of one runs at the latency of its R chains). The rows' weights stay
+// Rows [r, r + R) for every vector, in blocks of at most V vectors as equal as can be (16 by 6:
+// 6, 5, 5; a block of one runs at the latency of its R chains). The rows' weights stay
 // in L1 while the vectors pass; meanwhile the blocks ask, a share each, for the next rows' weights
 // (next, bytes: contiguous in either layout), so that the first pass over them need not wait for
 // memory.
