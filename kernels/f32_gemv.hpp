@@ -21,10 +21,6 @@
 
 namespace aft::kernels::simd {
 
-// The weights as the GEMV reads them: load(r, c), the batch of row r from column c (a multiple of
-// the batch size), as floats; load_tail(r, c, count), its first count lanes and zeros; row(r),
-// where row r starts (the rows of a block of rows follow it contiguously). Row-major f32, as the
-// model file stores them and the matrix products read them.
 // Keeps v in a vector register at this point: an empty asm that takes and gives it there.
 template <class A>
 [[gnu::always_inline]] inline void keep_in_register(xsimd::batch<float, A>& v) {
@@ -35,6 +31,10 @@ template <class A>
 #endif
 }
 
+// The weights as the GEMV reads them: load(r, c), the batch of row r from column c (a multiple of
+// the batch size), as floats; load_tail(r, c, count), its first count lanes and zeros; row(r),
+// where row r starts (the rows of a block of rows follow it contiguously). Row-major f32, as the
+// model file stores them and the matrix products read them.
 template <class A>
 struct F32Rows {
   using Value = float;
