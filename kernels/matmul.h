@@ -5,12 +5,12 @@
 // and its bf16 products would round the activations to bf16 too).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
-// kMatmulBlockColumns and, for narrow products (fewer than kWholeRowsMinColumnBlocks column
-// blocks, too few to share out), the M rows into blocks of kMatmulBlockRows. Each block is
-// computed by one thread running a single-threaded oneDNN primitive. A block's shape, and so its
-// summation order, depends on M and N only, never on the thread count: results are bit-identical
-// for any number of threads (oneDNN's own split of one product over threads is not, e.g. its AVX2
-// gemm).
+// kMatmulBlockColumns and, for products of fewer than kMinMatmulBlocks column blocks, the M rows
+// into blocks as well, enough for kMinMatmulBlocks blocks where M allows (matmul_block_rows). Each
+// block is computed by one thread running a single-threaded oneDNN primitive. A block's shape, and
+// so its summation order, depends on M and N only, never on the thread count: results are
+// bit-identical for any number of threads (oneDNN's own split of one product over threads is not,
+// e.g. its AVX2 gemm).
 #pragma once
 
 #include <cstddef>
@@ -26,9 +26,18 @@ enum class PostOp { None, Relu, Gelu, ReluSquared };
 
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;
-// Products with fewer column blocks than this are also cut into blocks of this many rows.
-constexpr std::size_t kWholeRowsMinColumnBlocks = 4;
+// The blocks a product is cut into where its rows allow: enough for 16 cores. With column blocks
+// alone, a 512-wide layer (4 blocks) kept 12 of 16 threads idle.
+constexpr std::size_t kMinMatmulBlocks = 16;
+// Row blocks are whole multiples of kMatmulBlockRows for narrow products (fewer than
+// kNarrowBelowColumnBlocks column blocks), of twice that for the others.
 constexpr std::size_t kMatmulBlockRows = 64;
+constexpr std::size_t kNarrowBelowColumnBlocks = 4;
+
+// The rows of each block of an [M, N] product (the last row block may have fewer): M itself when N
+// gives kMinMatmulBlocks column blocks, else the fewest whole row units that give that many blocks
+// (at least one unit).
+std::size_t matmul_block_rows(std::size_t m, std::size_t n);
 
 class Matmul {
  public:

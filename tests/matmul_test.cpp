@@ -143,10 +143,28 @@ TEST(Matmul, ConcurrentRuns) {
   }
 }
 
-// The blocks are the unit of parallel work. Wide: 9 column blocks (N = 1061) over whole rows, so
+// How a product is cut: enough blocks for 16 threads where M allows, rows in whole blocks of 64
+// for narrow products (under 4 column blocks) and of 128 for the others.
+TEST(Matmul, BlockRowsGiveSixteenBlocksWhereRowsAllow) {
+  EXPECT_EQ(matmul_block_rows(256, 2048), 256u);  // 16 column blocks: whole rows
+  EXPECT_EQ(matmul_block_rows(256, 4096), 256u);
+  EXPECT_EQ(matmul_block_rows(256, 1024), 128u);  // 8 column blocks x 2 row blocks
+  EXPECT_EQ(matmul_block_rows(512, 512), 128u);   // 4 x 4
+  EXPECT_EQ(matmul_block_rows(256, 512), 128u);   // 4 x 2: never under 128 rows
+  EXPECT_EQ(matmul_block_rows(256, 1061), 128u);  // 9 column blocks (the last narrower) x 2
+  EXPECT_EQ(matmul_block_rows(100, 1061), 100u);  // under one row block
+  EXPECT_EQ(matmul_block_rows(200, 100), 64u);    // 1 column block: rows of 64
+  EXPECT_EQ(matmul_block_rows(2000, 100), 128u);  // 1 x 16
+  EXPECT_EQ(matmul_block_rows(256, 384), 64u);    // 3 x 4
+  EXPECT_EQ(matmul_block_rows(9, 100), 9u);
+  EXPECT_EQ(matmul_block_rows(1, 512), 1u);
+}
+
+// The blocks are the unit of parallel work. Wide: 9 column blocks (N = 1061), rows cut into blocks
+// of 128 from M = 129 on (M = 130: the second row block of 2 rows on the runtime-M primitive), so
 // 1 to 4 threads each get at least 2. Narrow: 1 column block (N = 100), rows cut into blocks of 64
-// (M = 200: 4 row blocks, the last of 8 rows on the runtime-M primitive). Every row count gives
-// the same bits for every thread count.
+// (M = 200: 4 row blocks, the last of 8 rows). Every row count gives the same bits for every
+// thread count.
 TEST(Matmul, ThreadCountDoesNotChangeResults) {
   for (const std::size_t n : {8 * kMatmulBlockColumns + 37, std::size_t{100}}) {
     const Problem p(200, 300, n);
@@ -220,10 +238,11 @@ TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
 }
 
 // bf16 and q8_0 weights are widened exactly, so their products have the bits of the f32 product
-// of the widened values, on every thread count.
+// of the widened values, on every thread count. The last two shapes cut rows too (blocks of 64 and
+// of 128): a thread widens a column block once for the row blocks it takes in a row.
 TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
   const KernelTable& reference = scalar_kernels();
-  const Shape shapes[] = {{1, 32, 3}, {5, 64, 130}, {9, 96, 129}, {70, 64, 300}};
+  const Shape shapes[] = {{1, 32, 3}, {5, 64, 130}, {9, 96, 129}, {70, 64, 300}, {200, 64, 600}};
   for (const Shape& s : shapes) {
     const Problem p(s.m, s.k, s.n);
     std::vector<uint16_t> bf16(p.w.size());

@@ -15,13 +15,13 @@
 
 namespace aft {
 
-// The prefill of narrow models (d under 512, whose matrix products split rows rather than columns,
-// kernels/matmul.h) runs as a scan over segments of this many positions: a matmul row block, so
-// that a thread tends to read the rows it has just computed, and the threads have work even with
-// fewer channel blocks than threads.
+// The prefill of narrow models (d under 512, whose matrix products split rows into blocks of
+// kMatmulBlockRows, kernels/matmul.h) runs as a scan over segments of this many positions: a matmul
+// row block, so that a thread tends to read the rows it has just computed, and the threads have
+// work even with fewer channel blocks than threads.
 constexpr std::size_t kSegmentRows = kernels::kMatmulBlockRows;
 constexpr std::size_t kSegmentedBelowWidth =
-    kernels::kWholeRowsMinColumnBlocks * kernels::kMatmulBlockColumns;
+    kernels::kNarrowBelowColumnBlocks * kernels::kMatmulBlockColumns;
 
 // The scratch object the units' sums live in (one per calling thread, kept from call to call).
 struct ScanPartialSums {
