@@ -15,6 +15,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -73,7 +74,8 @@ struct Matmul::Impl {
   std::size_t k;
   std::size_t n;
   WeightMatrix w;
-  float* bias;  // oneDNN takes non-const handles; it never writes inputs.
+  float* bias;         // oneDNN takes non-const handles; it never writes inputs.
+  std::size_t blocks;  // threads the work is cut for
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
 
@@ -180,7 +182,8 @@ struct Matmul::Impl {
   }
 };
 
-Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post) {
+Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post,
+               std::size_t blocks) {
   // oneDNN 2.6 crashes (SIGFPE) rather than failing on absurd sizes such as K = 2^40.
   if (k == 0 || n == 0 || k > kMaxDim || n > kMaxDim || w.data == nullptr ||
       (w.type == WeightType::Q8_0 && (k % kQ8BlockSize != 0 || w.scales == nullptr))) {
@@ -194,6 +197,7 @@ Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, 
   impl_->n = n;
   impl_->w = w;
   impl_->bias = const_cast<float*>(bias);
+  impl_->blocks = std::max<std::size_t>(blocks, 1);
   try {
     dnnl::post_ops ops;
     if (post == PostOp::Relu || post == PostOp::ReluSquared)
@@ -234,7 +238,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   }
   const std::string what = "run with M=" + std::to_string(m);
   const std::size_t column_blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
-  const std::size_t block_rows = matmul_block_rows(m, impl.n);
+  const std::size_t block_rows = matmul_block_rows(m, impl.n, impl.blocks);
   const std::size_t row_blocks = (m + block_rows - 1) / block_rows;
   const std::size_t last_rows = m - (row_blocks - 1) * block_rows;
   BlockPrimitives whole, last;
@@ -279,15 +283,19 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   }
 }
 
-std::size_t matmul_block_rows(std::size_t m, std::size_t n) {
+std::size_t matmul_machine_blocks() {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return std::clamp<std::size_t>(cpus, 1, 256);
+}
+
+std::size_t matmul_block_rows(std::size_t m, std::size_t n, std::size_t blocks) {
   const std::size_t column_blocks = (n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
-  if (column_blocks >= kMinMatmulBlocks) return m;
-  // Each block's oneDNN call packs its slab of W anew: measured on AVX2, 64-row blocks cost a
-  // 512-wide layer 3% at 1 thread, 128-row blocks nothing measurable. Narrow products have no
-  // other way to share their work.
-  const std::size_t unit =
-      column_blocks < kNarrowBelowColumnBlocks ? kMatmulBlockRows : 2 * kMatmulBlockRows;
-  const std::size_t row_blocks = (kMinMatmulBlocks + column_blocks - 1) / column_blocks;
+  if (column_blocks < kNarrowBelowColumnBlocks) return std::min(m, kMatmulBlockRows);
+  if (column_blocks >= blocks) return m;
+  // Each block's oneDNN call prepares its slab of W anew: measured at 1 thread on AVX2, 64-row
+  // blocks cost a 512-wide layer 3%, 128-row blocks nothing measurable.
+  const std::size_t unit = 2 * kMatmulBlockRows;
+  const std::size_t row_blocks = (blocks + column_blocks - 1) / column_blocks;
   const std::size_t units = (m + row_blocks * unit - 1) / (row_blocks * unit);
   return std::min(m, std::max<std::size_t>(units, 1) * unit);
 }

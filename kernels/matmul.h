@@ -5,12 +5,13 @@
 // and its bf16 products would round the activations to bf16 too).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
-// kMatmulBlockColumns and, for products of fewer than kMinMatmulBlocks column blocks, the M rows
-// into blocks as well, enough for kMinMatmulBlocks blocks where M allows (matmul_block_rows). Each
-// block is computed by one thread running a single-threaded oneDNN primitive. A block's shape, and
-// so its summation order, depends on M and N only, never on the thread count: results are
-// bit-identical for any number of threads (oneDNN's own split of one product over threads is not,
-// e.g. its AVX2 gemm).
+// kMatmulBlockColumns; the M rows of narrow products (fewer than kNarrowBelowColumnBlocks column
+// blocks) into blocks of kMatmulBlockRows, and those of wider products with fewer column blocks
+// than the machine has CPUs into blocks of whole 2 x kMatmulBlockRows, enough for a block per CPU
+// where M allows (matmul_block_rows). Each block is computed by one thread running a
+// single-threaded oneDNN primitive. A block's shape, and so its summation order, depends on M, N
+// and the machine, never on the thread count: results are bit-identical for any number of threads
+// (oneDNN's own split of one product over threads is not, e.g. its AVX2 gemm).
 #pragma once
 
 #include <cstddef>
@@ -26,23 +27,27 @@ enum class PostOp { None, Relu, Gelu, ReluSquared };
 
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;
-// The blocks a product is cut into where its rows allow: enough for 16 cores. With column blocks
-// alone, a 512-wide layer (4 blocks) kept 12 of 16 threads idle.
-constexpr std::size_t kMinMatmulBlocks = 16;
-// Row blocks are whole multiples of kMatmulBlockRows for narrow products (fewer than
-// kNarrowBelowColumnBlocks column blocks), of twice that for the others.
+// Row blocks of narrow products; wider products' row blocks are whole multiples of twice this.
 constexpr std::size_t kMatmulBlockRows = 64;
 constexpr std::size_t kNarrowBelowColumnBlocks = 4;
 
-// The rows of each block of an [M, N] product (the last row block may have fewer): M itself when N
-// gives kMinMatmulBlocks column blocks, else the fewest whole row units that give that many blocks
-// (at least one unit).
-std::size_t matmul_block_rows(std::size_t m, std::size_t n);
+// The blocks a product is cut into where its rows allow: the CPUs this machine has (at least 1,
+// at most 256). A 512-wide layer is 4 column blocks: on 16 cores, cut by columns alone, it kept 12
+// threads idle. Cut for 16 everywhere, its 128-row calls cost 3% at 1 and 2 threads on AVX-512
+// (each call prepares its slab of W anew), which small machines do not pay.
+std::size_t matmul_machine_blocks();
+
+// The rows of each block of an [M, N] product cut for `blocks` threads (the last row block may have
+// fewer rows): M itself when N gives that many column blocks, else the fewest whole row units that
+// give that many blocks (at least one unit); narrow products always kMatmulBlockRows.
+std::size_t matmul_block_rows(std::size_t m, std::size_t n, std::size_t blocks);
 
 class Matmul {
  public:
-  // w's data and bias (bias may be null) must outlive the Matmul. q8_0 needs K % 32 == 0.
-  Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post);
+  // w's data and bias (bias may be null) must outlive the Matmul. q8_0 needs K % 32 == 0. blocks:
+  // how many threads the work is cut for (matmul_block_rows), whatever the number that runs it.
+  Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post,
+         std::size_t blocks = matmul_machine_blocks());
   ~Matmul();
   Matmul(Matmul&&) noexcept;
   Matmul& operator=(Matmul&&) noexcept;

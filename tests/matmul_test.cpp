@@ -143,33 +143,39 @@ TEST(Matmul, ConcurrentRuns) {
   }
 }
 
-// How a product is cut: enough blocks for 16 threads where M allows, rows in whole blocks of 64
-// for narrow products (under 4 column blocks) and of 128 for the others.
-TEST(Matmul, BlockRowsGiveSixteenBlocksWhereRowsAllow) {
-  EXPECT_EQ(matmul_block_rows(256, 2048), 256u);  // 16 column blocks: whole rows
-  EXPECT_EQ(matmul_block_rows(256, 4096), 256u);
-  EXPECT_EQ(matmul_block_rows(256, 1024), 128u);  // 8 column blocks x 2 row blocks
-  EXPECT_EQ(matmul_block_rows(512, 512), 128u);   // 4 x 4
-  EXPECT_EQ(matmul_block_rows(256, 512), 128u);   // 4 x 2: never under 128 rows
-  EXPECT_EQ(matmul_block_rows(256, 1061), 128u);  // 9 column blocks (the last narrower) x 2
-  EXPECT_EQ(matmul_block_rows(100, 1061), 100u);  // under one row block
-  EXPECT_EQ(matmul_block_rows(200, 100), 64u);    // 1 column block: rows of 64
-  EXPECT_EQ(matmul_block_rows(2000, 100), 128u);  // 1 x 16
-  EXPECT_EQ(matmul_block_rows(256, 384), 64u);    // 3 x 4
-  EXPECT_EQ(matmul_block_rows(9, 100), 9u);
-  EXPECT_EQ(matmul_block_rows(1, 512), 1u);
+// How a product is cut for a number of threads: a block for each where M allows, rows in whole
+// blocks of 128; narrow products (under 4 column blocks) in blocks of 64 whatever the threads.
+TEST(Matmul, BlockRowsGiveABlockPerThreadWhereRowsAllow) {
+  EXPECT_EQ(matmul_block_rows(256, 2048, 16), 256u);  // 16 column blocks: whole rows
+  EXPECT_EQ(matmul_block_rows(256, 4096, 16), 256u);
+  EXPECT_EQ(matmul_block_rows(256, 1024, 16), 128u);  // 8 column blocks x 2 row blocks
+  EXPECT_EQ(matmul_block_rows(512, 512, 16), 128u);   // 4 x 4
+  EXPECT_EQ(matmul_block_rows(256, 512, 16), 128u);   // 4 x 2: never under 128 rows
+  EXPECT_EQ(matmul_block_rows(256, 1061, 16), 128u);  // 9 column blocks (the last narrower) x 2
+  EXPECT_EQ(matmul_block_rows(100, 1061, 16), 100u);  // under one row block
+  EXPECT_EQ(matmul_block_rows(2000, 512, 64), 128u);  // 4 x 16
+  EXPECT_EQ(matmul_block_rows(1000, 512, 64), 128u);  // 4 x 8: M allows no more
+  EXPECT_EQ(matmul_block_rows(256, 512, 8), 128u);    // 4 x 2
+  EXPECT_EQ(matmul_block_rows(256, 512, 4), 256u);    // 4 column blocks are enough
+  EXPECT_EQ(matmul_block_rows(256, 512, 2), 256u);
+  EXPECT_EQ(matmul_block_rows(256, 512, 1), 256u);
+  EXPECT_EQ(matmul_block_rows(200, 100, 1), 64u);  // narrow: rows of 64 for any thread count
+  EXPECT_EQ(matmul_block_rows(200, 384, 16), 64u);
+  EXPECT_EQ(matmul_block_rows(9, 100, 16), 9u);
+  EXPECT_EQ(matmul_block_rows(1, 512, 16), 1u);
+  EXPECT_GE(matmul_machine_blocks(), 1u);
 }
 
-// The blocks are the unit of parallel work. Wide: 9 column blocks (N = 1061), rows cut into blocks
-// of 128 from M = 129 on (M = 130: the second row block of 2 rows on the runtime-M primitive), so
-// 1 to 4 threads each get at least 2. Narrow: 1 column block (N = 100), rows cut into blocks of 64
-// (M = 200: 4 row blocks, the last of 8 rows). Every row count gives the same bits for every
-// thread count.
+// The blocks are the unit of parallel work, cut here for 16 threads on every machine. Wide: 9
+// column blocks (N = 1061), rows cut into blocks of 128 from M = 129 on (M = 130: the second row
+// block of 2 rows on the runtime-M primitive). Narrow: 1 column block (N = 100), rows cut into
+// blocks of 64 (M = 200: 4 row blocks, the last of 8 rows). Every row count gives the same bits for
+// every thread count.
 TEST(Matmul, ThreadCountDoesNotChangeResults) {
   for (const std::size_t n : {8 * kMatmulBlockColumns + 37, std::size_t{100}}) {
     const Problem p(200, 300, n);
     for (PostOp post : {PostOp::None, PostOp::Gelu}) {
-      const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post);
+      const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post, 16);
       for (std::size_t m : {1, 3, 8, 9, 64, 130, 200}) {
         std::vector<float> one(m * n);
         mm.run(m, p.x.data(), one.data(), 1);
@@ -238,8 +244,9 @@ TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
 }
 
 // bf16 and q8_0 weights are widened exactly, so their products have the bits of the f32 product
-// of the widened values, on every thread count. The last two shapes cut rows too (blocks of 64 and
-// of 128): a thread widens a column block once for the row blocks it takes in a row.
+// of the widened values, on every thread count. Cut for 16 threads, the last two shapes cut rows
+// too (blocks of 64 and of 128): a thread widens a column block once for the row blocks it takes in
+// a row.
 TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
   const KernelTable& reference = scalar_kernels();
   const Shape shapes[] = {{1, 32, 3}, {5, 64, 130}, {9, 96, 129}, {70, 64, 300}, {200, 64, 600}};
@@ -262,8 +269,8 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
     const WeightMatrix widened[] = {packed[0].matrix(), packed[1].matrix()};
     const std::vector<float>* values[] = {&bf16_values, &q8_values};
     for (int type = 0; type < 2; ++type) {
-      const Matmul plain(p.k, p.n, values[type]->data(), p.bias.data(), PostOp::Gelu);
-      const Matmul quantized(p.k, p.n, widened[type], p.bias.data(), PostOp::Gelu);
+      const Matmul plain(p.k, p.n, values[type]->data(), p.bias.data(), PostOp::Gelu, 16);
+      const Matmul quantized(p.k, p.n, widened[type], p.bias.data(), PostOp::Gelu, 16);
       std::vector<float> want(p.m * p.n), got(p.m * p.n);
       plain.run(p.m, p.x.data(), want.data(), 1);
       for (int threads : {1, 2, 3}) {
