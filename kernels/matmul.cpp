@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -22,6 +23,7 @@
 
 #include <dnnl.hpp>
 
+#include "kernels/bf16.h"
 #include "kernels/first_exception.h"
 #include "kernels/kernels.h"
 #include "kernels/single_threaded_onednn.h"
@@ -33,6 +35,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
+constexpr memory::data_type kBf16 = memory::data_type::bf16;
 
 // Up to this M the runtime-M primitive is used.
 constexpr std::size_t kRuntimeMaxRows = 8;
@@ -59,7 +62,44 @@ memory::dim dim(std::size_t v) { return static_cast<memory::dim>(v); }
 struct Primitive {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul matmul;
+  bool bf16 = false;  // bf16 x bf16 -> f32 on the matrix units, weights in pd's layout
 };
+
+// A bf16 x bf16 -> f32 product of M = rows (0: at run time) and N = width; weights in the layout
+// oneDNN prefers. Throws dnnl::error where oneDNN has no implementation.
+Primitive create_bf16_product(std::size_t rows, std::size_t k, std::size_t width, bool bias,
+                              const dnnl::primitive_attr& attr) {
+  const memory::desc src({dim(rows), dim(k)}, kBf16, Tag::ab);
+  const memory::desc weights({dim(k), dim(width)}, kBf16, Tag::any);
+  const memory::desc dst({dim(rows), dim(width)}, kF32, Tag::ab);
+  const dnnl::matmul::desc desc =
+      bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
+           : dnnl::matmul::desc(src, weights, dst);
+  SingleThreadedOneDnn single;
+  dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+  return Primitive{pd, dnnl::matmul(pd), true};
+}
+
+// The name of oneDNN's bf16 product on this CPU, or "" where it would not run on matrix units
+// (AMX, AVX512-BF16) or AFT_MATRIX_UNITS=off: a reference loop, or a conversion to f32 inside
+// oneDNN, would be slower than the engine's own widening.
+std::string detect_matrix_units() {
+  const char* setting = std::getenv("AFT_MATRIX_UNITS");
+  if (setting != nullptr && (std::string(setting) == "off" || std::string(setting) == "0")) {
+    return "";
+  }
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const std::string name =
+        create_bf16_product(64, 512, kMatmulBlockColumns, true, attr).pd.impl_info_str();
+    const bool units =
+        name.find("amx") != std::string::npos || name.find("avx512_core_bf16") != std::string::npos;
+    return units && name.rfind("ref", 0) != 0 ? name : "";
+  } catch (const dnnl::error&) {
+    return "";
+  }
+}
 
 // The primitives of one M: full blocks, and the narrower last block when N is not a multiple of
 // the block width.
@@ -78,6 +118,7 @@ struct Matmul::Impl {
   std::size_t blocks;  // threads the work is cut for
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
+  bool units = false;  // bf16 weights, products of more than kRuntimeMaxRows on the matrix units
 
   std::mutex mutex;            // guards the cache below
   std::list<std::size_t> lru;  // most recently used M first
@@ -103,6 +144,13 @@ struct Matmul::Impl {
   }
 
   BlockPrimitives create_blocks(std::size_t rows) const {
+    if (units && rows != 0) {
+      BlockPrimitives p{create_bf16_product(rows, k, full_width(), bias != nullptr, attr), {}};
+      if (n > kMatmulBlockColumns && tail_width() != 0) {
+        p.tail = create_bf16_product(rows, k, tail_width(), bias != nullptr, attr);
+      }
+      return p;
+    }
     BlockPrimitives p{create(rows, full_width()), {}};
     if (n > kMatmulBlockColumns && tail_width() != 0) p.tail = create(rows, tail_width());
     return p;
@@ -146,17 +194,41 @@ struct Matmul::Impl {
     return widened.data();
   }
 
+  // Rows [column, column + width) of W as bf16 in p's layout, in scratch.packed: widened, then
+  // reordered (exact both ways), unless the slot holds them in that layout already.
+  memory bf16_weights(const Primitive& p, std::size_t column, std::size_t width,
+                      MatmulScratch::Slot& scratch, bool already_widened) const {
+    dnnl::engine& engine = cpu_engine();
+    const memory::desc layout = p.pd.weights_desc();
+    if (scratch.packed.size() < layout.get_size()) scratch.packed.resize(layout.get_size());
+    const memory packed(layout, engine, scratch.packed.data());
+    if (already_widened && scratch.packed_for == p.pd.get()) return packed;
+    const memory widened({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
+                         f32_weights(column, width, scratch.widened, false));
+    dnnl::stream stream(engine);
+    dnnl::reorder(widened, packed)
+        .execute(stream, const_cast<memory&>(widened), const_cast<memory&>(packed));
+    stream.wait();
+    scratch.packed_for = p.pd.get();
+    return packed;
+  }
+
   // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
-  // the thread's scratch, then copied (or added to the residual) to its place in y.
+  // the thread's scratch, then copied (or added to the residual) to its place in y. x_bf16: x's
+  // rows rounded to bf16, for a bf16 primitive.
   void run_block(const Primitive& p, std::size_t m, std::size_t column, std::size_t width,
-                 const float* x, float* y, const float* residual, MatmulScratch::Slot& scratch,
-                 bool already_widened) const {
+                 const float* x, const uint16_t* x_bf16, float* y, const float* residual,
+                 MatmulScratch::Slot& scratch, bool already_widened) const {
     std::vector<float>& block = scratch.block;
     if (block.size() < m * width) block.resize(m * width);
     dnnl::engine& engine = cpu_engine();
-    const memory src({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
-    const memory weights({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
-                         f32_weights(column, width, scratch.widened, already_widened));
+    const memory src =
+        p.bf16 ? memory({{dim(m), dim(k)}, kBf16, Tag::ab}, engine, const_cast<uint16_t*>(x_bf16))
+               : memory({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
+    const memory weights =
+        p.bf16 ? bf16_weights(p, column, width, scratch, already_widened)
+               : memory({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
+                        f32_weights(column, width, scratch.widened, already_widened));
     const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
@@ -198,6 +270,7 @@ Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, 
   impl_->w = w;
   impl_->bias = const_cast<float*>(bias);
   impl_->blocks = std::max<std::size_t>(blocks, 1);
+  impl_->units = w.type == WeightType::BF16 && !matrix_units().empty();
   try {
     dnnl::post_ops ops;
     if (post == PostOp::Relu || post == PostOp::ReluSquared)
@@ -254,8 +327,20 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   const int threads =
       static_cast<int>(std::min({static_cast<std::size_t>(std::max(n_threads, 1)), blocks, worth}));
   scratch.reserve_threads(static_cast<std::size_t>(threads));
+  // x rounded to bf16 (to nearest even), shared by the blocks that run on the matrix units.
+  const bool any_bf16 = whole.full.bf16 || last.full.bf16;
+  std::vector<uint16_t>& x_bf16 = scratch.x_bf16;
+  if (any_bf16 && x_bf16.size() < m * impl.k) x_bf16.resize(m * impl.k);
   FirstException error;
-  ThreadTeam::of_this_thread().run(threads, [&](TeamMember member) {
+  ThreadTeam& team = ThreadTeam::of_this_thread();
+  team.run(threads, [&](TeamMember member) {
+    if (any_bf16) {
+      const std::size_t end = member.share_end(m) * impl.k;
+      for (std::size_t i = member.share_begin(m) * impl.k; i < end; ++i) {
+        x_bf16[i] = f32_to_bf16(x[i]);
+      }
+      team.barrier(member);
+    }
     // Each block is one thread's: keep oneDNN from starting threads of its own.
     const SingleThreadedOneDnn single;
     MatmulScratch::Slot& slot = scratch.slot(static_cast<std::size_t>(member.id));
@@ -271,7 +356,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
       const BlockPrimitives& p = rows == block_rows ? whole : last;
       error.run([&] {
         impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
-                       x + row * impl.k, y + row * impl.n,
+                       x + row * impl.k, x_bf16.data() + row * impl.k, y + row * impl.n,
                        residual ? residual + row * impl.n : nullptr, slot, b != first && row != 0);
       });
     }
@@ -281,6 +366,11 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   } catch (const dnnl::error& e) {
     rethrow(e, what.c_str(), impl.k, impl.n);
   }
+}
+
+const std::string& matrix_units() {
+  static const std::string name = detect_matrix_units();
+  return name;
 }
 
 std::size_t matmul_machine_blocks() {
@@ -320,10 +410,13 @@ std::string matmul_description() {
   constexpr std::size_t kWidth = 512;
   const std::vector<float> w(kWidth * kWidth, 0.0f);
   const dnnl_version_t* v = dnnl_version();
+  const std::string bf16 = matrix_units().empty() ? "bf16 weights widened to f32"
+                                                  : "bf16 weights on " + matrix_units() + " (M > " +
+                                                        std::to_string(kRuntimeMaxRows) + ")";
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +
-         Matmul(kWidth, kWidth, w.data(), nullptr, PostOp::None).implementation();
+         Matmul(kWidth, kWidth, w.data(), nullptr, PostOp::None).implementation() + "; " + bf16;
 }
 
 }  // namespace aft::kernels

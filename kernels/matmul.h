@@ -1,8 +1,9 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
 // W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
 // place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a
-// time, into the scratch of the block's thread, just before its product (oneDNN 2.6 has no q8_0,
-// and its bf16 products would round the activations to bf16 too).
+// time, into the scratch of the block's thread, just before its product (oneDNN 2.6 has no q8_0).
+// Where the CPU has matrix units for bf16 (matrix_units()), bf16 weights go there instead, with
+// the activations rounded to bf16.
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns; the M rows of narrow products (fewer than kNarrowBelowColumnBlocks column
@@ -36,6 +37,12 @@ constexpr std::size_t kNarrowBelowColumnBlocks = 4;
 // threads idle. Cut for 16 everywhere, its 128-row calls cost 3% at 1 and 2 threads on AVX-512
 // (each call prepares its slab of W anew), which small machines do not pay.
 std::size_t matmul_machine_blocks();
+
+// oneDNN's implementation of bf16 x bf16 -> f32 products when it runs on matrix units (AMX, or
+// AVX512-BF16), else "" (also with AFT_MATRIX_UNITS=off). Matmuls of bf16 weights run their
+// products of more than 8 rows there, the rows of x rounded to bf16: faster, and as exact as the
+// bf16 rounding of x allows (each product summed in f32).
+const std::string& matrix_units();
 
 // The rows of each block of an [M, N] product cut for `blocks` threads (the last row block may have
 // fewer rows): M itself when N gives that many column blocks, else the fewest whole row units that

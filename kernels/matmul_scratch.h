@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace aft::kernels {
@@ -14,7 +15,12 @@ class MatmulScratch {
   struct Slot {
     std::vector<float> widened;  // a column block's weights as f32
     std::vector<float> block;    // a block's rows of the product, before they are written to y
+    // bf16 weights on the matrix units: a column block's weights in the layout of the primitive
+    // packed_for (a oneDNN primitive descriptor)
+    std::vector<char> packed;
+    const void* packed_for = nullptr;
   };
+  std::vector<uint16_t> x_bf16;  // the call's inputs rounded to bf16, shared by its threads
 
   // Slots for threads [0, n): from the calling thread, before the parallel region.
   void reserve_threads(std::size_t n) {

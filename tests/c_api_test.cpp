@@ -63,6 +63,19 @@ TEST(CApi, MatmulImplementationIsNamed) {
   EXPECT_EQ(matmul.find("ref"), std::string::npos) << "the slow reference fallback: " << matmul;
 }
 
+TEST(CApi, MatrixUnitsAreNamedOrEmpty) {
+  const std::string units = aft_matrix_units();
+  if (units.empty()) {
+    EXPECT_NE(std::string(aft_matmul_implementation()).find("bf16 weights widened to f32"),
+              std::string::npos);
+    return;
+  }
+  EXPECT_TRUE(units.find("amx") != std::string::npos || units.find("bf16") != std::string::npos)
+      << units;
+  EXPECT_NE(std::string(aft_matmul_implementation()).find("bf16 weights on " + units),
+            std::string::npos);
+}
+
 class CApiModel : public ::testing::Test {
  protected:
   void SetUp() override {

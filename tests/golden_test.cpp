@@ -4,7 +4,8 @@
 // mixed chunkings all match the reference's within a relative error of 1e-4. A q8_0 model's
 // one-token evals quantize the linear layers' inputs too: they are compared with the fixture's
 // token reference, which does the same; where a run mixes both paths it is held to the distance
-// between the two references.
+// between the two references. Likewise a bf16 model's prefill on matrix units rounds the inputs of
+// its products to bf16, and is compared with the fixture's unit reference (within 3e-4).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kTolerance = 1e-4;
+// A bf16 model's prefill on matrix units (aft_matrix_units) against the reference with the same
+// products' inputs rounded to bf16: where the engine's float and PyTorch's differ in the last bit
+// next to a bf16 rounding boundary, the two round an input one bf16 step apart (2^-8 of it).
+constexpr double kUnitsTolerance = 3e-4;
 
 struct Fixture {
   std::string name;
@@ -32,7 +37,11 @@ struct Fixture {
   std::size_t vocab = 0;
   std::vector<float> logits;        // [tokens, vocab]
   std::vector<float> token_logits;  // of one-token evals: q8_0 models' own reference, else logits
-  // How far runs mixing prefill and one-token evals may be from `logits`.
+  std::vector<float> unit_logits;   // bf16 models: with the prompt products' inputs in bf16
+  // Whether a prefill's reference is unit_logits, and how far from its reference a prefill may be;
+  // how far runs mixing prefill and one-token evals may be from `logits`.
+  bool prefill_on_units = false;
+  double prefill_tolerance = kTolerance;
   double mixed_tolerance = kTolerance;
 };
 
@@ -78,6 +87,10 @@ Fixture load_fixture(const std::string& name) {
     f.mixed_tolerance =
         kTolerance + 2.0 * aft::testing::max_relative_error(f.token_logits, f.logits, f.vocab);
   }
+  if (expected.contains("unit_logits_file")) {
+    f.unit_logits =
+        read_logits(dir / expected.at("unit_logits_file").get<std::string>(), f.logits.size());
+  }
   return f;
 }
 
@@ -100,6 +113,15 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
     aft_model_info info;
     ASSERT_EQ(aft_model_get_info(model_, &info), AFT_OK);
     ASSERT_EQ(static_cast<std::size_t>(info.vocab_size), fixture_.vocab);
+    const char* dtype = aft_model_metadata_get(model_, "metadata.dtype");
+    if (dtype != nullptr && std::string(dtype) == "bf16" && *aft_matrix_units() != '\0') {
+      ASSERT_FALSE(fixture_.unit_logits.empty()) << fixture_.name << ": no unit_logits_file";
+      fixture_.prefill_on_units = true;
+      fixture_.prefill_tolerance = kUnitsTolerance;
+      fixture_.mixed_tolerance =
+          kTolerance + 2.0 * aft::testing::max_relative_error(fixture_.unit_logits, fixture_.logits,
+                                                              fixture_.vocab);
+    }
   }
   void TearDown() override { aft_model_free(model_); }
 
@@ -143,7 +165,9 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(GoldenTest, PrefillMatchesReference) {
-  expect_matches_reference(run_chunked({1u << 20}), fixture_.logits, kTolerance, "prefill");
+  expect_matches_reference(run_chunked({1u << 20}),
+                           fixture_.prefill_on_units ? fixture_.unit_logits : fixture_.logits,
+                           fixture_.prefill_tolerance, "prefill");
 }
 
 TEST_P(GoldenTest, DecodeMatchesReference) {

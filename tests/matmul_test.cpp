@@ -285,6 +285,42 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
   }
 }
 
+// bf16 weights on the matrix units (AMX, AVX512-BF16): the product of x rounded to bf16 (to nearest
+// even) and the weights, summed in f32, for products of more than 8 rows (up to 8 stay in f32);
+// the same bits for every thread count.
+TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
+  if (matrix_units().empty()) {
+    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
+  }
+  const Shape shapes[] = {{9, 64, 130}, {64, 512, 300}, {130, 256, 1061}, {200, 96, 129}};
+  for (const Shape& s : shapes) {
+    Problem p(s.m, s.k, s.n);
+    std::vector<uint16_t> bf16(p.w.size());
+    for (std::size_t i = 0; i < bf16.size(); ++i) {
+      bf16[i] = f32_to_bf16(p.w[i]);
+      p.w[i] = bf16_to_float(bf16[i]);
+    }
+    Problem rounded = p;
+    for (float& v : rounded.x) v = bf16_to_float(f32_to_bf16(v));
+    const PackedWeights packed = PackedWeights::bf16(s.n, s.k, bf16.data());
+    for (PostOp post : {PostOp::None, PostOp::Gelu}) {
+      const Matmul mm(p.k, p.n, packed.matrix(), p.bias.data(), post, 16);
+      const std::string where = "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
+                                " N=" + std::to_string(s.n) + ", " + name(post);
+      std::vector<float> one(p.m * p.n);
+      mm.run(p.m, p.x.data(), one.data(), 1);
+      expect_matches(rounded, p.m, true, post, one, where);
+      for (int threads : {2, 3, 16}) {
+        std::vector<float> many(p.m * p.n);
+        mm.run(p.m, p.x.data(), many.data(), threads);
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(one[i], many[i]) << where << ", " << threads << " threads, element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, RejectsInvalidShapes) {
   const float w = 1.0f;
   EXPECT_THROW(Matmul(0, 4, &w, nullptr, PostOp::None), std::invalid_argument);

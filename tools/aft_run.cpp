@@ -427,9 +427,11 @@ int run(const Options& options) {
     check(aft_sampler_accept(sampler.get(), token), "recording the prompt");
 
   std::fprintf(stderr,
-               "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, seed %llu\n",
+               "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, matrix units %s, "
+               "seed %llu\n",
                info.mixer, info.n_layers, info.d_model, static_cast<long long>(info.n_parameters),
-               aft_kernel_isa(), static_cast<unsigned long long>(seed));
+               aft_kernel_isa(), *aft_matrix_units() != '\0' ? aft_matrix_units() : "none",
+               static_cast<unsigned long long>(seed));
 
   std::vector<float> logits(static_cast<size_t>(info.vocab_size));
   const PromptEvaluation prompt_run =

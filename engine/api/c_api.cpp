@@ -101,6 +101,17 @@ const char* aft_matmul_implementation(void) {
   return description.c_str();
 }
 
+const char* aft_matrix_units(void) {
+  static const std::string units = [] {
+    try {
+      return aft::kernels::matrix_units();
+    } catch (const std::exception&) {
+      return std::string();
+    }
+  }();
+  return units.c_str();
+}
+
 aft_model_params aft_model_default_params(void) { return aft_model_params{1}; }
 
 aft_status aft_model_load(const char* path, const aft_model_params* params, aft_model** model) {

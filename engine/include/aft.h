@@ -67,6 +67,12 @@ const char* aft_kernel_isa(void);
  * and the implementations it picked on this machine (limit them with ONEDNN_MAX_CPU_ISA). */
 const char* aft_matmul_implementation(void);
 
+/* The matrix units that the prompt's products of bf16 weights run on: oneDNN's implementation
+ * ("brg:avx512_core_amx_bf16" on AMX, "brg:avx512_core_bf16" with AVX512-BF16), with the
+ * activations rounded to bf16; "" where the CPU has neither, or with the environment variable
+ * AFT_MATRIX_UNITS=off (the weights are then widened to f32 and multiplied in f32). */
+const char* aft_matrix_units(void);
+
 typedef enum aft_log_level {
   AFT_LOG_ERROR = 0,
   AFT_LOG_WARNING = 1,

@@ -64,6 +64,11 @@ def matmul_implementation() -> str:
     return _library.library().aft_matmul_implementation().decode()
 
 
+def matrix_units() -> str:
+    """oneDNN's implementation that bf16 weights' prompt products run on (AMX, AVX512-BF16), or ""."""
+    return _library.library().aft_matrix_units().decode()
+
+
 def set_log_callback(callback) -> None:
     """Sends the library's messages to callback(level: int, message: str) (0 error, 1 warning,
     2 info) instead of stderr; None: back to stderr. Set it before other threads use aft."""

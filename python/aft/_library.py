@@ -80,6 +80,7 @@ PROTOTYPES = {
     "aft_last_error": (c_char_p, []),
     "aft_kernel_isa": (c_char_p, []),
     "aft_matmul_implementation": (c_char_p, []),
+    "aft_matrix_units": (c_char_p, []),
     "aft_log_set_callback": (None, [LOG_CALLBACK, c_void_p]),
     "aft_model_default_params": (ModelParams, []),
     "aft_model_load": (_status, [c_char_p, POINTER(ModelParams), POINTER(_handle)]),
