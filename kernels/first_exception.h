@@ -24,6 +24,8 @@ class FirstException {
   void rethrow() const {
     if (error_) std::rethrow_exception(error_);
   }
+  // After the threads that ran bodies have finished.
+  bool failed() const { return error_ != nullptr; }
 
  private:
   std::mutex mutex_;

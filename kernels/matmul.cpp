@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -118,7 +119,13 @@ struct Matmul::Impl {
   std::size_t blocks;  // threads the work is cut for
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
-  bool units = false;  // bf16 weights, products of more than kRuntimeMaxRows on the matrix units
+  // bf16 weights: products of more than kRuntimeMaxRows rows run on the matrix units, every row
+  // block of them, from a copy of W in oneDNN's layout made at the first such product.
+  bool units = false;
+  std::mutex packing;               // held while the copy is made
+  std::atomic<bool> packed{false};  // the copy is complete
+  std::vector<char> packed_bytes;   // column block c at c * full layout's size
+  memory::desc full_layout, tail_layout;
 
   std::mutex mutex;            // guards the cache below
   std::list<std::size_t> lru;  // most recently used M first
@@ -156,8 +163,9 @@ struct Matmul::Impl {
     return p;
   }
 
-  BlockPrimitives get(std::size_t m) {
-    if (m <= kRuntimeMaxRows) return runtime_m;
+  // on_units: a row block of a product on the matrix units (every row count a fixed-M primitive).
+  BlockPrimitives get(std::size_t m, bool on_units) {
+    if (m <= kRuntimeMaxRows && !on_units) return runtime_m;
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(m);
     if (found != cache.end()) {
@@ -200,6 +208,12 @@ struct Matmul::Impl {
                       MatmulScratch::Slot& scratch, bool already_widened) const {
     dnnl::engine& engine = cpu_engine();
     const memory::desc layout = p.pd.weights_desc();
+    const bool tail = width != full_width();
+    if (layout == (tail ? tail_layout : full_layout)) {
+      return memory(layout, engine,
+                    const_cast<char*>(packed_bytes.data()) +
+                        column / kMatmulBlockColumns * full_layout.get_size());
+    }
     if (scratch.packed.size() < layout.get_size()) scratch.packed.resize(layout.get_size());
     const memory packed(layout, engine, scratch.packed.data());
     if (already_widened && scratch.packed_for == p.pd.get()) return packed;
@@ -211,6 +225,25 @@ struct Matmul::Impl {
     stream.wait();
     scratch.packed_for = p.pd.get();
     return packed;
+  }
+
+  // W in oneDNN's layout for bf16 products (that of an M = 64 product; the layouts of other M are
+  // checked against it), by the threads of `member`'s team.
+  void pack(TeamMember member, MatmulScratch::Slot& scratch) {
+    const std::size_t column_blocks = (n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
+    dnnl::engine& engine = cpu_engine();
+    dnnl::stream stream(engine);
+    for (std::size_t c = member.share_begin(column_blocks); c < member.share_end(column_blocks);
+         ++c) {
+      const std::size_t column = c * kMatmulBlockColumns;
+      const std::size_t width = std::min(kMatmulBlockColumns, n - column);
+      const memory::desc& layout = width == full_width() ? full_layout : tail_layout;
+      const memory widened({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
+                           f32_weights(column, width, scratch.widened, false));
+      memory to(layout, engine, packed_bytes.data() + c * full_layout.get_size());
+      dnnl::reorder(widened, to).execute(stream, const_cast<memory&>(widened), to);
+    }
+    stream.wait();
   }
 
   // Output columns [column, column + width) of rows [0, m): one single-threaded oneDNN call into
@@ -310,14 +343,29 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
                              " is beyond oneDNN's dimension limit (2^31 - 1)");
   }
   const std::string what = "run with M=" + std::to_string(m);
+  const bool on_units = impl.units && m > kRuntimeMaxRows;
+  std::unique_lock<std::mutex> pack_lock(impl.packing, std::defer_lock);  // held while packing
   const std::size_t column_blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
   const std::size_t block_rows = matmul_block_rows(m, impl.n, impl.blocks);
   const std::size_t row_blocks = (m + block_rows - 1) / block_rows;
   const std::size_t last_rows = m - (row_blocks - 1) * block_rows;
   BlockPrimitives whole, last;
   try {
-    whole = impl.get(block_rows);
-    last = last_rows == block_rows ? whole : impl.get(last_rows);
+    whole = impl.get(block_rows, on_units);
+    last = last_rows == block_rows ? whole : impl.get(last_rows, on_units);
+    if (on_units && !impl.packed.load(std::memory_order_acquire)) pack_lock.lock();
+    if (pack_lock.owns_lock() && !impl.packed.load(std::memory_order_relaxed)) {
+      const Primitive probe =
+          create_bf16_product(64, impl.k, impl.full_width(), impl.bias, impl.attr);
+      impl.full_layout = probe.pd.weights_desc();
+      if (impl.n > kMatmulBlockColumns && impl.tail_width() != 0) {
+        impl.tail_layout = create_bf16_product(64, impl.k, impl.tail_width(), impl.bias, impl.attr)
+                               .pd.weights_desc();
+      }
+      impl.packed_bytes.resize(column_blocks * impl.full_layout.get_size());
+    } else if (pack_lock.owns_lock()) {
+      pack_lock.unlock();
+    }
   } catch (const dnnl::error& e) {
     rethrow(e, what.c_str(), impl.k, impl.n);
   }
@@ -333,7 +381,12 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   if (any_bf16 && x_bf16.size() < m * impl.k) x_bf16.resize(m * impl.k);
   FirstException error;
   ThreadTeam& team = ThreadTeam::of_this_thread();
+  const bool packing = pack_lock.owns_lock();
   team.run(threads, [&](TeamMember member) {
+    if (packing) {
+      error.run([&] { impl.pack(member, scratch.slot(static_cast<std::size_t>(member.id))); });
+      team.barrier(member);
+    }
     if (any_bf16) {
       const std::size_t end = member.share_end(m) * impl.k;
       for (std::size_t i = member.share_begin(m) * impl.k; i < end; ++i) {
@@ -361,6 +414,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
       });
     }
   });
+  if (packing) impl.packed.store(!error.failed(), std::memory_order_release);
   try {
     error.rethrow();
   } catch (const dnnl::error& e) {
@@ -395,7 +449,7 @@ std::string Matmul::implementation() const {
   constexpr std::size_t kLargeM = 64;
   try {
     const std::string small = impl_->runtime_m.full.pd.impl_info_str();
-    const std::string large = impl_->get(kLargeM).full.pd.impl_info_str();
+    const std::string large = impl_->get(kLargeM, impl_->units).full.pd.impl_info_str();
     const std::string small_part = small + " (M <= " + std::to_string(kRuntimeMaxRows) + ")";
     const std::string large_part = large + " (M > " + std::to_string(kRuntimeMaxRows) + ")";
     // A reference implementation is listed first, so that a prefix check for "ref" sees it.
