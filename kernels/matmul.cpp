@@ -66,12 +66,13 @@ struct Primitive {
   bool bf16 = false;  // bf16 x bf16 -> f32 on the matrix units, weights in pd's layout
 };
 
-// A bf16 x bf16 -> f32 product of M = rows (0: at run time) and N = width; weights in the layout
-// oneDNN prefers. Throws dnnl::error where oneDNN has no implementation.
+// A bf16 x bf16 -> f32 product of M = rows and N = width; weights in `layout`, or (a zero desc) in
+// the layout oneDNN prefers. Throws dnnl::error where oneDNN has no implementation.
 Primitive create_bf16_product(std::size_t rows, std::size_t k, std::size_t width, bool bias,
-                              const dnnl::primitive_attr& attr) {
+                              const dnnl::primitive_attr& attr, const memory::desc& layout = {}) {
   const memory::desc src({dim(rows), dim(k)}, kBf16, Tag::ab);
-  const memory::desc weights({dim(k), dim(width)}, kBf16, Tag::any);
+  const memory::desc weights =
+      layout.is_zero() ? memory::desc({dim(k), dim(width)}, kBf16, Tag::any) : layout;
   const memory::desc dst({dim(rows), dim(width)}, kF32, Tag::ab);
   const dnnl::matmul::desc desc =
       bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
@@ -150,12 +151,23 @@ struct Matmul::Impl {
     return Primitive{pd, dnnl::matmul(pd)};
   }
 
+  // A bf16 product reading the copy of W (the layouts of the copy, set before), or where oneDNN
+  // has no good implementation for that layout and this M, one that reorders its block per call.
+  Primitive create_on_units(std::size_t rows, std::size_t width) const {
+    try {
+      Primitive p = create_bf16_product(rows, k, width, bias != nullptr, attr,
+                                        width == full_width() ? full_layout : tail_layout);
+      if (std::string(p.pd.impl_info_str()).rfind("ref", 0) != 0) return p;
+    } catch (const dnnl::error&) {
+    }
+    return create_bf16_product(rows, k, width, bias != nullptr, attr);
+  }
+
   BlockPrimitives create_blocks(std::size_t rows) const {
     if (units && rows != 0) {
-      BlockPrimitives p{create_bf16_product(rows, k, full_width(), bias != nullptr, attr), {}};
-      if (n > kMatmulBlockColumns && tail_width() != 0) {
-        p.tail = create_bf16_product(rows, k, tail_width(), bias != nullptr, attr);
-      }
+      BlockPrimitives p{create_on_units(rows, full_width()), {}};
+      if (n > kMatmulBlockColumns && tail_width() != 0)
+        p.tail = create_on_units(rows, tail_width());
       return p;
     }
     BlockPrimitives p{create(rows, full_width()), {}};
@@ -351,8 +363,6 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   const std::size_t last_rows = m - (row_blocks - 1) * block_rows;
   BlockPrimitives whole, last;
   try {
-    whole = impl.get(block_rows, on_units);
-    last = last_rows == block_rows ? whole : impl.get(last_rows, on_units);
     if (on_units && !impl.packed.load(std::memory_order_acquire)) pack_lock.lock();
     if (pack_lock.owns_lock() && !impl.packed.load(std::memory_order_relaxed)) {
       const Primitive probe =
@@ -366,6 +376,8 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
     } else if (pack_lock.owns_lock()) {
       pack_lock.unlock();
     }
+    whole = impl.get(block_rows, on_units);
+    last = last_rows == block_rows ? whole : impl.get(last_rows, on_units);
   } catch (const dnnl::error& e) {
     rethrow(e, what.c_str(), impl.k, impl.n);
   }
@@ -383,6 +395,8 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   ThreadTeam& team = ThreadTeam::of_this_thread();
   const bool packing = pack_lock.owns_lock();
   team.run(threads, [&](TeamMember member) {
+    // Each block is one thread's: keep oneDNN from starting threads of its own.
+    const SingleThreadedOneDnn single;
     if (packing) {
       error.run([&] { impl.pack(member, scratch.slot(static_cast<std::size_t>(member.id))); });
       team.barrier(member);
@@ -394,8 +408,6 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
       }
       team.barrier(member);
     }
-    // Each block is one thread's: keep oneDNN from starting threads of its own.
-    const SingleThreadedOneDnn single;
     MatmulScratch::Slot& slot = scratch.slot(static_cast<std::size_t>(member.id));
     // Column-major order: a thread's share runs down a column block's rows, so it reads its
     // slab of W while it is still in cache (and widens it once), and the threads share W rather
