@@ -112,6 +112,13 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertEqual(aft.status_string(aft.Status.IO), "i/o error")
         self.assertTrue(str(caught.exception).startswith("io: "))
 
+    def test_library_names_what_computes(self):
+        self.assertIn(aft.kernel_isa(), ("avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"))
+        self.assertTrue(aft.matmul_implementation().startswith("oneDNN "))
+        units = aft.matrix_units()  # "" where the CPU has no AMX or AVX512-BF16
+        self.assertIn(f"bf16 weights on {units}" if units else "bf16 weights widened to f32",
+                      aft.matmul_implementation())
+
     def test_closed_model(self):
         model = aft.Model(SHIPPED_MODEL)
         model.close()
