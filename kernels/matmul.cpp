@@ -229,18 +229,35 @@ struct Matmul::Impl {
     if (scratch.packed.size() < layout.get_size()) scratch.packed.resize(layout.get_size());
     const memory packed(layout, engine, scratch.packed.data());
     if (already_widened && scratch.packed_for == p.pd.get()) return packed;
-    const memory widened({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
-                         f32_weights(column, width, scratch.widened, false));
     dnnl::stream stream(engine);
-    dnnl::reorder(widened, packed)
-        .execute(stream, const_cast<memory&>(widened), const_cast<memory&>(packed));
+    reorder_into(column, width, scratch.widened, packed, stream);
     stream.wait();
     scratch.packed_for = p.pd.get();
     return packed;
   }
 
-  // W in oneDNN's layout for bf16 products (that of an M = 64 product; the layouts of other M are
-  // checked against it), by the threads of `member`'s team.
+  // Rows [column, column + width) of W widened to f32 (into `widened`), then reordered into `to`:
+  // bf16 in oneDNN's layout, exact since the values came from bf16.
+  void reorder_into(std::size_t column, std::size_t width, std::vector<float>& widened,
+                    const memory& to, const dnnl::stream& stream) const {
+    memory from({{dim(k), dim(width)}, kF32, Tag::ba}, cpu_engine(),
+                f32_weights(column, width, widened, false));
+    dnnl::reorder(from, to).execute(stream, from, const_cast<memory&>(to));
+  }
+
+  // The layouts of the copy of W (those of an M = 64 product; the primitives of other M are
+  // created with them) and its storage. Under `packing`, before the copy is made.
+  void plan_copy() {
+    full_layout = create_bf16_product(64, k, full_width(), bias != nullptr, attr).pd.weights_desc();
+    if (n > kMatmulBlockColumns && tail_width() != 0) {
+      tail_layout =
+          create_bf16_product(64, k, tail_width(), bias != nullptr, attr).pd.weights_desc();
+    }
+    const std::size_t column_blocks = (n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
+    packed_bytes.resize(column_blocks * full_layout.get_size());
+  }
+
+  // The copy of W in the layouts plan_copy chose, by the threads of `member`'s team.
   void pack(TeamMember member, MatmulScratch::Slot& scratch) {
     const std::size_t column_blocks = (n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
     dnnl::engine& engine = cpu_engine();
@@ -250,10 +267,9 @@ struct Matmul::Impl {
       const std::size_t column = c * kMatmulBlockColumns;
       const std::size_t width = std::min(kMatmulBlockColumns, n - column);
       const memory::desc& layout = width == full_width() ? full_layout : tail_layout;
-      const memory widened({{dim(k), dim(width)}, kF32, Tag::ba}, engine,
-                           f32_weights(column, width, scratch.widened, false));
-      memory to(layout, engine, packed_bytes.data() + c * full_layout.get_size());
-      dnnl::reorder(widened, to).execute(stream, const_cast<memory&>(widened), to);
+      reorder_into(column, width, scratch.widened,
+                   memory(layout, engine, packed_bytes.data() + c * full_layout.get_size()),
+                   stream);
     }
     stream.wait();
   }
@@ -365,14 +381,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   try {
     if (on_units && !impl.packed.load(std::memory_order_acquire)) pack_lock.lock();
     if (pack_lock.owns_lock() && !impl.packed.load(std::memory_order_relaxed)) {
-      const Primitive probe =
-          create_bf16_product(64, impl.k, impl.full_width(), impl.bias, impl.attr);
-      impl.full_layout = probe.pd.weights_desc();
-      if (impl.n > kMatmulBlockColumns && impl.tail_width() != 0) {
-        impl.tail_layout = create_bf16_product(64, impl.k, impl.tail_width(), impl.bias, impl.attr)
-                               .pd.weights_desc();
-      }
-      impl.packed_bytes.resize(column_blocks * impl.full_layout.get_size());
+      impl.plan_copy();
     } else if (pack_lock.owns_lock()) {
       pack_lock.unlock();
     }
