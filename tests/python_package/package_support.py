@@ -23,10 +23,14 @@ SHIPPED_MODEL = REPO_DIR / "models" / "shipped" / "brown-local-tiny.aft"
 FIXTURE_NAMES = sorted(path.stem for path in FIXTURES_DIR.glob("*.aft"))
 
 
-def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
-    """A fixture's model path, its tokens and the PyTorch reference's logits [T, V]."""
+def fixture(name: str, prompt: bool = False) -> tuple[Path, list[int], np.ndarray]:
+    """A fixture's model path, its tokens and the PyTorch reference's logits [T, V]. prompt: the
+    reference of the tokens fed as one prompt on this machine, which for a bf16 model on matrix
+    units (aft.matrix_units()) rounds the products' inputs to bf16 too (tests/golden_test.cpp)."""
     expected = json.loads((FIXTURES_DIR / f"{name}.expected.json").read_text())
-    logits = np.fromfile(FIXTURES_DIR / expected["logits_file"], dtype="<f4")
+    on_units = prompt and "unit_logits_file" in expected and aft.matrix_units() != ""
+    logits = np.fromfile(FIXTURES_DIR / expected["unit_logits_file" if on_units else "logits_file"],
+                         dtype="<f4")
     return FIXTURES_DIR / expected["model"], expected["tokens"], logits.reshape(expected["logits_shape"])
 
 

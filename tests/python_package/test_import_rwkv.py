@@ -40,6 +40,10 @@ TOLERANCE = {("f32", "prefill"): 1e-4, ("f32", "steps"): 1e-4,
              ("bf16", "prefill"): 1e-4, ("bf16", "steps"): 1e-4,
              ("q8_0", "prefill"): 1e-4, ("q8_0", "steps"): 5e-2}
 TOLERANCE_TO_CHECKPOINT = {"f32": 1e-4, "bf16": 1e-2, "q8_0": 5e-2}
+# A bf16 prompt on matrix units (aft.matrix_units()) rounds its products' inputs to bf16 as well,
+# which this reference does not (3.5e-3 seen with AVX512-BF16); tests/golden_test.cpp holds that
+# path to a reference that rounds them too.
+TOLERANCE_ON_UNITS = {("bf16", "prefill"): 1e-2}
 # aft tensor -> BlinkDL key, to run the reference on a file's weights
 SOURCE_KEY = {target: key for key, _, target in rwkv4.GLOBAL_KEYS} | {
     f"layers.{i}.{target}": f"blocks.{i}.{key}" for i in range(N_LAYERS) for key, _, target in rwkv4.LAYER_KEYS}
@@ -213,7 +217,9 @@ class EngineTest(Case):
                 print(f"\n  {dtype} {isa} {fed}: {error:.2e} (to the checkpoint: {to_checkpoint:.2e})",
                       end="", file=sys.stderr)
                 with self.subTest(isa=isa, fed=fed):
-                    self.assertLess(error, TOLERANCE[dtype, fed])
+                    on_units = aft.matrix_units() != ""
+                    self.assertLess(error, TOLERANCE_ON_UNITS.get((dtype, fed), TOLERANCE[dtype, fed])
+                                    if on_units else TOLERANCE[dtype, fed])
                     self.assertLess(to_checkpoint, TOLERANCE_TO_CHECKPOINT[dtype])
         self.assertIn("scalar", paths)
 
