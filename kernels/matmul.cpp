@@ -120,8 +120,9 @@ struct Matmul::Impl {
   std::size_t blocks;  // threads the work is cut for
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
-  // bf16 weights: products of more than kRuntimeMaxRows rows run on the matrix units, every row
-  // block of them, from a copy of W in oneDNN's layout made at the first such product.
+  // bf16 weights (and f32 ones at MatmulPrecision::BF16): products of more than kRuntimeMaxRows
+  // rows run on the matrix units, every row block of them, from a copy of W in oneDNN's bf16
+  // layout made at the first such product.
   bool units = false;
   std::mutex packing;               // held while the copy is made
   std::atomic<bool> packed{false};  // the copy is complete
@@ -236,12 +237,20 @@ struct Matmul::Impl {
     return packed;
   }
 
-  // Rows [column, column + width) of W widened to f32 (into `widened`), then reordered into `to`:
-  // bf16 in oneDNN's layout, exact since the values came from bf16.
+  // Rows [column, column + width) of W as f32 values that bf16 holds exactly, in `widened`: bf16
+  // weights widened, f32 ones rounded (the engine's rounding, not oneDNN's, which may flush
+  // subnormals), then reordered into `to`, bf16 in oneDNN's layout (exact).
   void reorder_into(std::size_t column, std::size_t width, std::vector<float>& widened,
                     const memory& to, const dnnl::stream& stream) const {
-    memory from({{dim(k), dim(width)}, kF32, Tag::ba}, cpu_engine(),
-                f32_weights(column, width, widened, false));
+    float* rows = f32_weights(column, width, widened, false);
+    if (w.type == WeightType::F32) {
+      if (widened.size() < width * k) widened.resize(width * k);
+      for (std::size_t i = 0; i < width * k; ++i) {
+        widened[i] = bf16_to_float(f32_to_bf16(rows[i]));
+      }
+      rows = widened.data();
+    }
+    memory from({{dim(k), dim(width)}, kF32, Tag::ba}, cpu_engine(), rows);
     dnnl::reorder(from, to).execute(stream, from, const_cast<memory&>(to));
   }
 
@@ -316,7 +325,7 @@ struct Matmul::Impl {
 };
 
 Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post,
-               std::size_t blocks) {
+               std::size_t blocks, MatmulPrecision precision) {
   // oneDNN 2.6 crashes (SIGFPE) rather than failing on absurd sizes such as K = 2^40.
   if (k == 0 || n == 0 || k > kMaxDim || n > kMaxDim || w.data == nullptr ||
       (w.type == WeightType::Q8_0 && (k % kQ8BlockSize != 0 || w.scales == nullptr))) {
@@ -331,7 +340,9 @@ Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, 
   impl_->w = w;
   impl_->bias = const_cast<float*>(bias);
   impl_->blocks = std::max<std::size_t>(blocks, 1);
-  impl_->units = w.type == WeightType::BF16 && !matrix_units().empty();
+  impl_->units = (w.type == WeightType::BF16 ||
+                  (w.type == WeightType::F32 && precision == MatmulPrecision::BF16)) &&
+                 !matrix_units().empty();
   try {
     dnnl::post_ops ops;
     if (post == PostOp::Relu || post == PostOp::ReluSquared)

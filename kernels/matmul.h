@@ -3,7 +3,8 @@
 // place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a
 // time, into the scratch of the block's thread, just before its product (oneDNN 2.6 has no q8_0).
 // Where the CPU has matrix units for bf16 (matrix_units()), bf16 weights go there instead, with
-// the activations rounded to bf16.
+// the activations rounded to bf16; so do f32 weights, rounded to bf16 too, when the Matmul's
+// precision is MatmulPrecision::BF16 (an opt-in: f32 products are exact by default).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns; the M rows of narrow products (fewer than kNarrowBelowColumnBlocks column
@@ -25,6 +26,13 @@
 namespace aft::kernels {
 
 enum class PostOp { None, Relu, Gelu, ReluSquared };
+
+// How products of f32 weights with more than a few rows (prompts) are computed: F32, exactly
+// (the default); BF16, on the matrix units where the CPU has them, from a copy of W rounded to
+// bf16 (to nearest, ties to even, as aft-quantize's bf16), the activations rounded too and every
+// product summed in f32: the bits of the same model stored in bf16. Elsewhere BF16 is F32. It
+// changes nothing for bf16 weights (on the units wherever they exist) or q8_0 weights.
+enum class MatmulPrecision { F32, BF16 };
 
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;
@@ -54,7 +62,8 @@ class Matmul {
   // w's data and bias (bias may be null) must outlive the Matmul. q8_0 needs K % 32 == 0. blocks:
   // how many threads the work is cut for (matmul_block_rows), whatever the number that runs it.
   Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post,
-         std::size_t blocks = matmul_machine_blocks());
+         std::size_t blocks = matmul_machine_blocks(),
+         MatmulPrecision precision = MatmulPrecision::F32);
   ~Matmul();
   Matmul(Matmul&&) noexcept;
   Matmul& operator=(Matmul&&) noexcept;

@@ -49,6 +49,7 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   EXPECT_EQ(j["model"]["state_bytes"].get<uint64_t>(), 32u + 2 * (16 + 3 * 32 * 8 + 32 * 4) + 8);
   EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
   EXPECT_EQ(j["matmul"].get<std::string>().rfind("oneDNN ", 0), 0u) << j["matmul"];
+  EXPECT_EQ(j["matmul_precision"], "f32");
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["test"], "pp8");
   EXPECT_EQ(j["results"][1]["test"], "tg4");
@@ -149,7 +150,8 @@ TEST(AftBench, UsageErrorsExitWithTwo) {
   const std::string model = fixture("simple");
   for (const std::string& args :
        {std::string(""), model + " -p abc", model + " -p 8,", model + " -n -1", model + " -t -1",
-        model + " -r 0", model + " -o xml", model + " --bogus", model + " -t", model + " extra"}) {
+        model + " -r 0", model + " -o xml", model + " --bogus", model + " -t", model + " extra",
+        model + " --matmul-precision fp16"}) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("usage: aft-bench"), std::string::npos) << args;

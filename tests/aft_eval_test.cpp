@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/matmul.h"
 #include "model_file_writer.h"
 #include "run_command.h"
 
@@ -119,6 +120,25 @@ TEST(AftEval, AModelAgainstItselfDivergesByNothing) {
   }
 }
 
+// --matmul-precision bf16 against the same model at f32: on matrix units a small divergence (the
+// weights and the products' inputs rounded to bf16), far under issue 24's 1e-3; without units
+// the same model exactly.
+TEST(AftEval, Bf16MatmulPrecisionDivergesByTheRoundingOnly) {
+  const json got = run_json(model("conv") + " " + text() + " --reference " + model("conv") +
+                            " --matmul-precision bf16 -t 2");
+  const json exact = run_json(model("conv") + " " + text() + " -t 1");
+  if (kernels::matrix_units().empty()) {
+    EXPECT_EQ(got["kld_mean"].get<double>(), 0.0);
+    EXPECT_EQ(got["bits_per_char"], exact["bits_per_char"]);
+    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off); bf16 "
+                    "precision was exact f32, as it should be there";
+  }
+  EXPECT_GT(got["kld_mean"].get<double>(), 0.0);
+  EXPECT_LT(got["kld_mean"].get<double>(), 1e-3);
+  EXPECT_GT(got["top1_agreement"].get<double>(), 0.98);
+  EXPECT_NEAR(got["bits_per_char"].get<double>(), exact["bits_per_char"].get<double>(), 0.01);
+}
+
 // --decode feeds one token per call: for f32 weights the same figures as the prompt chunks (within
 // float rounding); for q8_0 the one-token path rounds the layers' inputs to 8-bit blocks too, so
 // its figures move, a little.
@@ -202,7 +222,8 @@ TEST(AftEval, RefusesBadUsage) {
        {std::string(""), model("simple"), model("simple") + " " + text() + " extra",
         model("simple") + " " + text() + " --window 0",
         model("simple") + " " + text() + " --threads many",
-        model("simple") + " " + text() + " --reference", model("simple") + " " + text() + " -x"}) {
+        model("simple") + " " + text() + " --reference", model("simple") + " " + text() + " -x",
+        model("simple") + " " + text() + " --matmul-precision f16"}) {
     SCOPED_TRACE(args);
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;

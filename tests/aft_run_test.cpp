@@ -187,12 +187,16 @@ TEST_F(AftRun, UsageErrorsExitWithTwo) {
   for (const std::string& args :
        {std::string(""), model(), model() + " -p a --temp abc", model() + " -p a -n -3",
         model() + " -p a --top-p 2", model() + " -p a --bogus", model() + " -p a -t",
-        model() + " -p a -f x", model() + " -p a -s ' 5'", model() + " -p a --temp ' 1'"}) {
+        model() + " -p a -f x", model() + " -p a -s ' 5'", model() + " -p a --temp ' 1'",
+        model() + " -p a --matmul-precision f16", model() + " -p a --matmul-precision"}) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("usage: aft-run"), std::string::npos) << args;
   }
   EXPECT_NE(run(model() + " -p a --temp abc").err.find("--temp: expected a number"),
+            std::string::npos);
+  EXPECT_NE(run(model() + " -p a --matmul-precision f16")
+                .err.find("--matmul-precision: \"f16\" is not a precision (f32 or bf16)"),
             std::string::npos);
 }
 

@@ -5,7 +5,8 @@
 // one-token evals quantize the linear layers' inputs too: they are compared with the fixture's
 // token reference, which does the same; where a run mixes both paths it is held to the distance
 // between the two references. Likewise a bf16 model's prefill on matrix units rounds the inputs of
-// its products to bf16, and is compared with the fixture's unit reference (within 3e-4).
+// its products to bf16, and is compared with the fixture's unit reference (within 3e-4); an f32
+// model loaded at bf16 matmul precision gives there the bits of the same model stored in bf16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -237,6 +238,80 @@ TEST(GoldenFixtures, EveryVariantIsCovered) {
   for (const char* mixer : {"simple", "local", "conv", "full", "decay"}) {
     EXPECT_NE(std::find(mixers.begin(), mixers.end(), mixer), mixers.end()) << mixer;
   }
+}
+
+// The logits of every token of `tokens` fed to a fresh session of the model at `path` in calls of
+// `chunk` tokens, the model loaded at `precision`.
+std::vector<float> logits_at(const std::string& path, aft_matmul_precision precision,
+                             const std::vector<int32_t>& tokens, std::size_t chunk, int threads) {
+  aft_model_params params = aft_model_default_params();
+  params.matmul_precision = precision;
+  aft_model* model = nullptr;
+  EXPECT_EQ(aft_model_load(path.c_str(), &params, &model), AFT_OK) << aft_last_error();
+  aft_model_info info;
+  EXPECT_EQ(aft_model_get_info(model, &info), AFT_OK);
+  aft_session_params session_params = aft_session_default_params();
+  session_params.n_threads = threads;
+  aft_session* session = nullptr;
+  EXPECT_EQ(aft_session_create(model, &session_params, &session), AFT_OK) << aft_last_error();
+  const auto vocab = static_cast<std::size_t>(info.vocab_size);
+  std::vector<float> logits(tokens.size() * vocab);
+  for (std::size_t done = 0; done < tokens.size(); done += chunk) {
+    const std::size_t size = std::min(chunk, tokens.size() - done);
+    EXPECT_EQ(aft_session_eval(session, tokens.data() + done, size, AFT_LOGITS_ALL,
+                               logits.data() + done * vocab),
+              AFT_OK)
+        << aft_last_error();
+  }
+  aft_session_free(session);
+  aft_model_free(model);
+  return logits;
+}
+
+// An f32 model loaded with AFT_MATMUL_PRECISION_BF16: where the CPU has matrix units its prompt's
+// logits are, bit for bit, those of the same model stored in bf16 (conv_bf16 holds conv's linear
+// weights rounded to bf16; conv's head is not tied to its embedding), so within kUnitsTolerance of
+// the PyTorch reference of that; elsewhere they are its f32 logits. Decoding stays exact f32.
+TEST(MatmulPrecision, F32ModelsPromptsOnMatrixUnitsHaveTheBitsOfTheirBf16Copy) {
+  const Fixture f32 = load_fixture("conv");
+  const Fixture bf16 = load_fixture("conv_bf16");
+  ASSERT_EQ(f32.tokens, bf16.tokens);
+  const std::size_t all = f32.tokens.size();
+  const std::vector<float> prompt =
+      logits_at(f32.model_path, AFT_MATMUL_PRECISION_BF16, f32.tokens, all, 2);
+  const std::vector<float> decode =
+      logits_at(f32.model_path, AFT_MATMUL_PRECISION_BF16, f32.tokens, 1, 2);
+  EXPECT_EQ(decode, logits_at(f32.model_path, AFT_MATMUL_PRECISION_F32, f32.tokens, 1, 1))
+      << "one token at a time stays f32";
+  if (*aft_matrix_units() == '\0') {
+    EXPECT_EQ(prompt, logits_at(f32.model_path, AFT_MATMUL_PRECISION_F32, f32.tokens, all, 1));
+    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off); the prompt "
+                    "was exact f32, as it should be there";
+  }
+  EXPECT_EQ(prompt, logits_at(bf16.model_path, AFT_MATMUL_PRECISION_F32, f32.tokens, all, 1));
+  for (std::size_t t = 0; t < all; ++t) {
+    EXPECT_LE(relative_error(prompt.data() + t * f32.vocab, bf16.unit_logits.data() + t * f32.vocab,
+                             f32.vocab),
+              kUnitsTolerance)
+        << "position " << t;
+  }
+}
+
+// A precision that aft_matmul_precision does not name is refused before the file is read.
+TEST(MatmulPrecision, UnknownValuesAreRefused) {
+  for (int value : {2, -1, 0x7fffffff}) {
+    aft_model_params params = aft_model_default_params();
+    params.matmul_precision = static_cast<aft_matmul_precision>(value);
+    aft_model* model = reinterpret_cast<aft_model*>(&params);
+    EXPECT_EQ(aft_model_load(load_fixture("conv").model_path.c_str(), &params, &model),
+              AFT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(model, nullptr);
+    EXPECT_NE(
+        std::string(aft_last_error()).find("params.matmul_precision: " + std::to_string(value)),
+        std::string::npos)
+        << aft_last_error();
+  }
+  EXPECT_EQ(aft_model_default_params().matmul_precision, AFT_MATMUL_PRECISION_F32);
 }
 
 // Every mixer also runs with q8_0 weights, and some with bf16.

@@ -334,6 +334,36 @@ TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
   }
 }
 
+// MatmulPrecision::BF16: f32 weights computed as their bf16 rounding. On matrix units, products of
+// more than 8 rows give the bits of the same weights stored in bf16 (Bf16WeightsOnMatrixUnits...),
+// those of up to 8 rows stay exact f32; without units every product is the exact f32 one.
+TEST(Matmul, F32WeightsAtBf16PrecisionAreTheirBf16Rounding) {
+  const Shape shapes[] = {{4, 64, 130}, {9, 64, 130}, {130, 256, 1061}};
+  for (const Shape& s : shapes) {
+    const Problem p(s.m, s.k, s.n);
+    std::vector<uint16_t> bf16(p.w.size());
+    for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = f32_to_bf16(p.w[i]);
+    const PackedWeights packed = PackedWeights::bf16(s.n, s.k, bf16.data());
+    const Matmul exact(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16);
+    const Matmul stored_bf16(p.k, p.n, packed.matrix(), p.bias.data(), PostOp::Gelu, 16);
+    const Matmul at_bf16(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16,
+                         MatmulPrecision::BF16);
+    const bool on_units = !matrix_units().empty() && s.m > 8;
+    std::vector<float> want(p.m * p.n), exact_bits(p.m * p.n);
+    (on_units ? stored_bf16 : exact).run(p.m, p.x.data(), want.data(), 2);
+    exact.run(p.m, p.x.data(), exact_bits.data(), 2);
+    if (on_units) {
+      EXPECT_NE(want, exact_bits) << "the rounding must show";
+    }
+    for (int threads : {1, 3}) {
+      std::vector<float> got(p.m * p.n);
+      at_bf16.run(p.m, p.x.data(), got.data(), threads);
+      ASSERT_EQ(got, want) << "M=" << s.m << " K=" << s.k << " N=" << s.n << ", " << threads
+                           << " threads, " << (on_units ? "on " + matrix_units() : "exact f32");
+    }
+  }
+}
+
 TEST(Matmul, RejectsInvalidShapes) {
   const float w = 1.0f;
   EXPECT_THROW(Matmul(0, 4, &w, nullptr, PostOp::None), std::invalid_argument);

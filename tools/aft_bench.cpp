@@ -76,7 +76,7 @@ MeasuredLimits::Sample measure_limits(const Probes& probes, int requested) {
 int run(const Options& o) {
   cli::Progress progress("aft-bench");
   progress.show("loading " + o.model);
-  const BenchModel model(o.model);
+  const BenchModel model(o.model, o.matmul_precision);
   const aft_model_info& info = model.info();
 
   Report report;
@@ -85,6 +85,7 @@ int run(const Options& o) {
   report.machine = machine_info();
   report.kernel_isa = aft_kernel_isa();
   report.matmul = aft_matmul_implementation();
+  report.matmul_precision = o.matmul_precision == AFT_MATMUL_PRECISION_BF16 ? "bf16" : "f32";
   report.threads = o.threads;
   report.repetitions = o.repetitions;
   report.model_path = o.model;

@@ -35,7 +35,7 @@ int run(const Options& o) {
   const std::string text = read_text(o.text_file);
   progress.show("loading " + o.model);
   const auto threads = static_cast<int32_t>(o.threads);
-  const EvalModel model(o.model, threads);
+  const EvalModel model(o.model, threads, o.matmul_precision);
   std::unique_ptr<const EvalModel> reference;
   if (o.reference) {
     progress.show("loading " + *o.reference);

@@ -57,6 +57,9 @@ const char kUsage[] =
     "  -i, --interactive            after the continuation, read lines from stdin: each is fed\n"
     "                               to the same sequence and continued with -n tokens\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
+    "      --matmul-precision P     f32 (default) or bf16: a prompt's products of f32 weights\n"
+    "                               on the matrix units (if the CPU has them), weights and\n"
+    "                               inputs rounded to bf16; decoding stays f32\n"
     "  -v, --verbose                also report the sequence's state: its size, and save +\n"
     "                               restore time\n"
     "  -h, --help                   show this help\n"
@@ -88,6 +91,7 @@ struct Options {
   std::optional<std::string> prompt_cache;
   bool interactive = false;
   bool verify_checksums = true;
+  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
   bool verbose = false;
 };
 
@@ -138,6 +142,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.interactive = true;
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
+    } else if (arg == "--matmul-precision") {
+      options.matmul_precision = cli::parse_matmul_precision(arg, value());
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {
@@ -405,6 +411,7 @@ int run(const Options& options) {
   const auto load_start = Clock::now();
   aft_model_params model_params = aft_model_default_params();
   model_params.verify_checksums = options.verify_checksums ? 1 : 0;
+  model_params.matmul_precision = options.matmul_precision;
   aft_model* raw_model = nullptr;
   check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
   const cli::Model model(raw_model);
@@ -426,11 +433,15 @@ int run(const Options& options) {
   for (int32_t token : tokens)
     check(aft_sampler_accept(sampler.get(), token), "recording the prompt");
 
+  const bool units = *aft_matrix_units() != '\0';
+  const char* precision = options.matmul_precision != AFT_MATMUL_PRECISION_BF16 ? ""
+                          : units ? " (f32 weights too: --matmul-precision bf16)"
+                                  : " (--matmul-precision bf16 does nothing without them)";
   std::fprintf(stderr,
-               "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, matrix units %s, "
-               "seed %llu\n",
+               "aft-run: %s model, %d layers x %d, %lld parameters, kernels %s, matrix units "
+               "%s%s, seed %llu\n",
                info.mixer, info.n_layers, info.d_model, static_cast<long long>(info.n_parameters),
-               aft_kernel_isa(), *aft_matrix_units() != '\0' ? aft_matrix_units() : "none",
+               aft_kernel_isa(), units ? aft_matrix_units() : "none", precision,
                static_cast<unsigned long long>(seed));
 
   std::vector<float> logits(static_cast<size_t>(info.vocab_size));

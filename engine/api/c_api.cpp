@@ -112,7 +112,27 @@ const char* aft_matrix_units(void) {
   return units.c_str();
 }
 
-aft_model_params aft_model_default_params(void) { return aft_model_params{1}; }
+aft_model_params aft_model_default_params(void) {
+  return aft_model_params{1, AFT_MATMUL_PRECISION_F32};
+}
+
+namespace {
+
+aft::kernels::MatmulPrecision matmul_precision(const aft_model_params& params) {
+  switch (params.matmul_precision) {
+    case AFT_MATMUL_PRECISION_F32:
+      return aft::kernels::MatmulPrecision::F32;
+    case AFT_MATMUL_PRECISION_BF16:
+      return aft::kernels::MatmulPrecision::BF16;
+    default:
+      throw aft::Error(
+          AFT_ERR_INVALID_ARGUMENT,
+          "params.matmul_precision: " + std::to_string(static_cast<int>(params.matmul_precision)) +
+              " is not an aft_matmul_precision (0 f32, 1 bf16)");
+  }
+}
+
+}  // namespace
 
 aft_status aft_model_load(const char* path, const aft_model_params* params, aft_model** model) {
   return guarded([&] {
@@ -121,7 +141,7 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
     require(path, "path");
     const aft_model_params p = params ? *params : aft_model_default_params();
     auto handle = std::make_unique<aft_model>();
-    handle->model = aft::Model::load(path, p.verify_checksums != 0);
+    handle->model = aft::Model::load(path, p.verify_checksums != 0, matmul_precision(p));
     *model = handle.release();
   });
 }
@@ -135,7 +155,8 @@ aft_status aft_model_load_from_memory(const void* data, size_t size, const aft_m
     const aft_model_params p = params ? *params : aft_model_default_params();
     auto handle = std::make_unique<aft_model>();
     handle->model = aft::Model::load(
-        aft::ModelFile::from_memory(data, size, "<memory>", p.verify_checksums != 0));
+        aft::ModelFile::from_memory(data, size, "<memory>", p.verify_checksums != 0),
+        matmul_precision(p));
     *model = handle.release();
   });
 }

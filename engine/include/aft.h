@@ -22,7 +22,7 @@ extern "C" {
 
 /* The version of this header; aft_version() gives the library's, which may be newer. */
 #define AFT_VERSION_MAJOR 0
-#define AFT_VERSION_MINOR 2
+#define AFT_VERSION_MINOR 3
 #define AFT_VERSION_PATCH 0
 
 typedef enum aft_status {
@@ -93,8 +93,23 @@ void aft_log_set_callback(aft_log_callback callback, void* user_data);
 
 typedef struct aft_model aft_model;
 
+/* How the products of a prompt (more than 8 tokens at once) with f32 weights are computed. */
+typedef enum aft_matmul_precision {
+  AFT_MATMUL_PRECISION_F32 = 0, /* exactly, in f32 (the default) */
+  /* On the matrix units (aft_matrix_units) where the CPU has them, several times faster: from a
+   * copy of the weights rounded to bf16 (made at the first prompt; half the f32 weights' bytes),
+   * the activations rounded to bf16, every product summed in f32, so a prompt's logits are the
+   * bits of the same model stored in bf16 (aft-quantize). One token at a time (decoding) stays
+   * f32. Where the CPU has no units this is AFT_MATMUL_PRECISION_F32; bf16 weights are on the
+   * units either way, and q8_0 weights never. docs/benchmarks.md measures its KL divergence. */
+  AFT_MATMUL_PRECISION_BF16 = 1,
+  AFT_MATMUL_PRECISION_MIN_ENUM = -0x7FFFFFFF - 1, /* the enum's type is int */
+  AFT_MATMUL_PRECISION_MAX_ENUM = 0x7FFFFFFF
+} aft_matmul_precision;
+
 typedef struct aft_model_params {
-  int verify_checksums; /* 1 (default): check every tensor's CRC-32 at load */
+  int verify_checksums;                  /* 1 (default): check every tensor's CRC-32 at load */
+  aft_matmul_precision matmul_precision; /* AFT_MATMUL_PRECISION_F32 (default) */
 } aft_model_params;
 
 aft_model_params aft_model_default_params(void);

@@ -6,7 +6,8 @@
 
 namespace aft {
 
-AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix) {
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix,
+                              kernels::MatmulPrecision precision) {
   // Every tensor but linear layers' weights is f32.
   auto weight = [&](const std::string& name) {
     return static_cast<const float*>(matrix(name).data);
@@ -28,15 +29,16 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
 
   auto linear = [&](const std::string& prefix, std::size_t in, std::size_t out, ValueId x,
                     kernels::PostOp post, RowSet rows) {
-    return g.add_node(make_linear_op(in, out, matrix(prefix + ".weight"), bias(prefix), post), {x},
-                      prefix, out, rows);
+    return g.add_node(
+        make_linear_op(in, out, matrix(prefix + ".weight"), bias(prefix), post, precision), {x},
+        prefix, out, rows);
   };
   // x + (in W^T + bias): the skip connection added as the product is written.
   auto linear_plus = [&](const std::string& prefix, std::size_t in, ValueId y, ValueId x,
                          RowSet rows) {
-    return g.add_node(
-        make_linear_op(in, d, matrix(prefix + ".weight"), bias(prefix), kernels::PostOp::None),
-        {y, x}, prefix, d, rows);
+    return g.add_node(make_linear_op(in, d, matrix(prefix + ".weight"), bias(prefix),
+                                     kernels::PostOp::None, precision),
+                      {y, x}, prefix, d, rows);
   };
   auto layer_norm = [&](const std::string& prefix, ValueId x, RowSet rows) {
     return g.add_node(
@@ -125,8 +127,9 @@ AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& mat
   const kernels::WeightMatrix head =
       config.tied_embeddings ? matrix("embed.weight") : matrix("head.weight");
   const float* head_bias = config.head_bias ? weight("head.bias") : nullptr;
-  g.set_output(g.add_node(make_linear_op(d, vocab, head, head_bias, kernels::PostOp::None), {h},
-                          "head", vocab, RowSet::Output));
+  g.set_output(
+      g.add_node(make_linear_op(d, vocab, head, head_bias, kernels::PostOp::None, precision), {h},
+                 "head", vocab, RowSet::Output));
   return model;
 }
 

@@ -9,6 +9,7 @@
 
 #include "aft_config.h"
 #include "engine/runtime/graph.h"
+#include "kernels/matmul.h"
 #include "kernels/weight_matrix.h"
 #include "position_bias.h"
 
@@ -24,6 +25,8 @@ struct AftLmGraph {
 // but for linear layers' weights (bf16 and q8_0 allowed).
 using WeightLookup = std::function<kernels::WeightMatrix(const std::string& name)>;
 
-AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight);
+// precision: how the prompt's products of f32 weights are computed (kernels::MatmulPrecision).
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight,
+                              kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
 
 }  // namespace aft

@@ -41,11 +41,12 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
 
 }  // namespace
 
-std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums) {
-  return load(ModelFile::open(path, verify_checksums));
+std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums,
+                                         kernels::MatmulPrecision precision) {
+  return load(ModelFile::open(path, verify_checksums), precision);
 }
 
-std::unique_ptr<const Model> Model::load(ModelFile file) {
+std::unique_ptr<const Model> Model::load(ModelFile file, kernels::MatmulPrecision precision) {
   const std::string& path = file.path();
   ModelConfig config = ModelConfig::from_json(file.config(), path);
   Tokenizer tokenizer = Tokenizer::from_json(file.tokenizer(), path);
@@ -56,13 +57,15 @@ std::unique_ptr<const Model> Model::load(ModelFile file) {
   }
   check_tensors(file, config);
   return std::unique_ptr<const Model>(
-      new Model(std::move(file), std::move(config), std::move(tokenizer)));
+      new Model(std::move(file), std::move(config), std::move(tokenizer), precision));
 }
 
-Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer)
+Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
+             kernels::MatmulPrecision precision)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
   program_ = build_aft_lm_graph(
-      config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); });
+      config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); },
+      precision);
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();
   for (const TensorInfo& tensor : file_.tensors()) {

@@ -20,10 +20,14 @@ namespace aft {
 
 class Model {
  public:
-  // Throws Error naming the file and the problem.
-  static std::unique_ptr<const Model> load(const std::string& path, bool verify_checksums);
+  // Throws Error naming the file and the problem. precision: how the prompt's products of f32
+  // weights are computed (kernels::MatmulPrecision).
+  static std::unique_ptr<const Model> load(
+      const std::string& path, bool verify_checksums,
+      kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
   // The same from a validated container (ModelFile::from_memory: a model held in memory).
-  static std::unique_ptr<const Model> load(ModelFile file);
+  static std::unique_ptr<const Model> load(
+      ModelFile file, kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
 
   const ModelFile& file() const { return file_; }
   const ModelConfig& config() const { return config_; }
@@ -38,7 +42,8 @@ class Model {
   SessionState initial_state() const;
 
  private:
-  Model(ModelFile file, ModelConfig config, Tokenizer tokenizer);
+  Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
+        kernels::MatmulPrecision precision);
   // A linear layer's weights for the graph: f32 read in place from the mapped file, bf16 and q8_0
   // packed into packed_ (the GEMVs' layouts; the file's pages are then no longer read).
   kernels::WeightMatrix weight_matrix(const TensorInfo& tensor);

@@ -31,31 +31,55 @@ class ModelInfo:
     n_matmul_parameters: int
 
 
+# aft_matmul_precision's values (aft_model_params.matmul_precision, from C API 0.3).
+_MATMUL_PRECISIONS = {"f32": 0, "bf16": 1}
+
+
+def _library_minor_version(lib) -> tuple[int, int]:
+    if not lib.has("aft_version"):
+        return (0, 1)
+    major, minor = lib.aft_version().decode().split(".")[:2]
+    return (int(major), int(minor))
+
+
 class Model:
     """A model file, memory-mapped and validated. Sessions keep it alive: close() (or leaving a
     `with` block) frees it once the last of its sessions is closed too."""
 
-    def __init__(self, path: str | os.PathLike, verify_checksums: bool = True):
+    def __init__(self, path: str | os.PathLike, verify_checksums: bool = True,
+                 matmul_precision: str = "f32"):
+        """matmul_precision: "f32" (exact), or "bf16": a prompt's products of f32 weights on the
+        matrix units where the CPU has them (matrix_units()), weights and inputs rounded to bf16
+        (aft_matmul_precision in aft.h)."""
         self._lib = _library.library()
         self._load(lambda params, out: self._lib.aft_model_load(os.fsencode(path), params, out),
-                   verify_checksums)
+                   verify_checksums, matmul_precision)
         self.path = os.fspath(path)
 
     @classmethod
-    def from_bytes(cls, data: bytes, verify_checksums: bool = True) -> Model:
+    def from_bytes(cls, data: bytes, verify_checksums: bool = True,
+                   matmul_precision: str = "f32") -> Model:
         """The model in the bytes of a model file (aft_model_load_from_memory: the library keeps
         its own copy, so `data` may go). Its path is "<memory>", as in the library's messages."""
         model = cls.__new__(cls)
         model._lib = _library.library()
         data = bytes(data)
         model._load(lambda params, out: model._lib.aft_model_load_from_memory(
-            data, len(data), params, out), verify_checksums)
+            data, len(data), params, out), verify_checksums, matmul_precision)
         model.path = "<memory>"
         return model
 
-    def _load(self, load, verify_checksums: bool) -> None:
+    def _load(self, load, verify_checksums: bool, matmul_precision: str) -> None:
+        if matmul_precision not in _MATMUL_PRECISIONS:
+            raise AftError(Status.INVALID_ARGUMENT,
+                           f"matmul_precision: {matmul_precision!r} is not one of "
+                           f"{', '.join(map(repr, _MATMUL_PRECISIONS))}")
+        if matmul_precision != "f32" and _library_minor_version(self._lib) < (0, 3):
+            raise AftError(None, f"libaft at {self._lib.path} has no matmul_precision (library "
+                           "older than 0.3, this package's)")
         params = self._lib.aft_model_default_params()
         params.verify_checksums = int(verify_checksums)
+        params.matmul_precision = _MATMUL_PRECISIONS[matmul_precision]
         pointer = ctypes.c_void_p()
         self._lib.check(load(ctypes.byref(params), ctypes.byref(pointer)))
         self._handle: OwnedHandle | None = OwnedHandle(pointer.value, self._lib.aft_model_free,

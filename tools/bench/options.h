@@ -25,6 +25,7 @@ struct Options {
   Format format = Format::Markdown;
   bool limits = true;                // measure read bandwidth and FMA peak per thread count
   std::size_t bandwidth_mib = 1024;  // the read probe's buffer
+  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
 };
 
 using cli::UsageError;

@@ -150,6 +150,11 @@ void write_markdown(const Report& r, std::FILE* out) {
   std::fprintf(out, "\n- kernels: %s; threads: %s; %d repetitions after one warm-up\n",
                r.kernel_isa.c_str(), thread_list(r.threads).c_str(), r.repetitions);
   std::fprintf(out, "- matmul: %s\n", r.matmul.c_str());
+  if (r.matmul_precision == "bf16") {
+    std::fprintf(out, "- matmul precision: bf16 (f32 weights' prompt products %s)\n",
+                 *aft_matrix_units() != '\0' ? "on the matrix units"
+                                             : "in f32: this CPU has no matrix units");
+  }
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
   std::fprintf(
       out, "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
@@ -212,6 +217,7 @@ void write_json(const Report& r, std::FILE* out) {
               {"llc_bytes", m.llc_bytes}};
   j["kernel_isa"] = r.kernel_isa;
   j["matmul"] = r.matmul;
+  j["matmul_precision"] = r.matmul_precision;
   j["threads"] = r.threads;
   j["repetitions"] = r.repetitions;
   const aft_model_info& i = r.model;

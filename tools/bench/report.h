@@ -58,6 +58,8 @@ struct Report {
   MachineInfo machine;
   std::string kernel_isa;
   std::string matmul;  // aft_matmul_implementation()
+  // --matmul-precision: "bf16" puts prompts' products of f32 weights on the matrix units.
+  std::string matmul_precision = "f32";
   std::vector<int> threads;
   int repetitions = 0;
   std::string model_path;

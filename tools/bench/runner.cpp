@@ -25,9 +25,11 @@ Session new_session(const aft_model* model, int threads) {
 
 }  // namespace
 
-BenchModel::BenchModel(const std::string& path) : path_(path) {
+BenchModel::BenchModel(const std::string& path, aft_matmul_precision precision) : path_(path) {
+  aft_model_params params = aft_model_default_params();
+  params.matmul_precision = precision;
   aft_model* model = nullptr;
-  check(aft_model_load(path.c_str(), nullptr, &model), "loading the model");
+  check(aft_model_load(path.c_str(), &params, &model), "loading the model");
   model_.reset(model);
   check(aft_model_get_info(model_.get(), &info_), "reading the model");
 }

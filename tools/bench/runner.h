@@ -23,7 +23,7 @@ struct Footprint {
 
 class BenchModel {
  public:
-  explicit BenchModel(const std::string& path);
+  BenchModel(const std::string& path, aft_matmul_precision precision);
   const aft_model_info& info() const { return info_; }
   // The linear layers' weight dtype: the file's metadata "dtype", f32 when absent.
   std::string weight_dtype() const;

@@ -23,6 +23,12 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
   return value;
 }
 
+aft_matmul_precision parse_matmul_precision(const std::string& flag, const std::string& text) {
+  if (text == "f32") return AFT_MATMUL_PRECISION_F32;
+  if (text == "bf16") return AFT_MATMUL_PRECISION_BF16;
+  throw UsageError(flag + ": \"" + text + "\" is not a precision (f32 or bf16)");
+}
+
 float parse_float(const std::string& flag, const std::string& text, float min, float max) {
   errno = 0;
   char* end = nullptr;

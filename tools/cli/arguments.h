@@ -18,6 +18,8 @@ struct UsageError : std::runtime_error {
 long long parse_integer(const std::string& flag, const std::string& text, long long min,
                         long long max);
 float parse_float(const std::string& flag, const std::string& text, float min, float max);
+// --matmul-precision's value: "f32" or "bf16".
+aft_matmul_precision parse_matmul_precision(const std::string& flag, const std::string& text);
 // llama.cpp's TOKEN_ID+BIAS or TOKEN_ID-BIAS ("15+1", "15-inf": a ban); +inf is refused.
 aft_logit_bias parse_logit_bias(const std::string& flag, const std::string& text);
 

@@ -24,16 +24,19 @@ std::string describe(const std::string& text) {
 
 }  // namespace
 
-EvalModel::EvalModel(const std::string& path, int32_t n_threads) : path_(path) {
+EvalModel::EvalModel(const std::string& path, int32_t n_threads, aft_matmul_precision precision)
+    : path_(path) {
+  aft_model_params params = aft_model_default_params();
+  params.matmul_precision = precision;
   aft_model* model = nullptr;
-  cli::check(aft_model_load(path.c_str(), nullptr, &model), "loading the model " + path);
+  cli::check(aft_model_load(path.c_str(), &params, &model), "loading the model " + path);
   model_.reset(model);
   cli::check(aft_model_get_info(model, &info_), "reading the model " + path);
 
-  aft_session_params params = aft_session_default_params();
-  params.n_threads = n_threads;
+  aft_session_params session_params = aft_session_default_params();
+  session_params.n_threads = n_threads;
   aft_session* session = nullptr;
-  cli::check(aft_session_create(model, &params, &session), "creating a session on " + path);
+  cli::check(aft_session_create(model, &session_params, &session), "creating a session on " + path);
   session_.reset(session);
 
   const bool byte_level = std::string(info_.tokenizer) == "byte";

@@ -12,7 +12,8 @@ namespace aft::eval {
 
 class EvalModel {
  public:
-  EvalModel(const std::string& path, int32_t n_threads);
+  EvalModel(const std::string& path, int32_t n_threads,
+            aft_matmul_precision precision = AFT_MATMUL_PRECISION_F32);
 
   const std::string& path() const { return path_; }
   const aft_model_info& info() const { return info_; }

@@ -29,6 +29,10 @@ const char kUsage[] =
     "      --decode           feed the text one token per call, as generation does, instead of\n"
     "                         256-token prompt chunks: for quantized models the one-token path\n"
     "                         (q8_0: activations rounded to 8-bit blocks) is what is measured\n"
+    "      --matmul-precision P\n"
+    "                         f32 (default) or bf16: MODEL's products of f32 weights in prompt\n"
+    "                         chunks on the matrix units, if the CPU has them, weights and\n"
+    "                         inputs rounded to bf16 (with --reference MODEL: its KL divergence)\n"
     "  -t, --threads N        threads; 0 = one per physical core (default 0)\n"
     "      --json             print one JSON object instead of the table\n"
     "  -h, --help             show this help\n"
@@ -49,6 +53,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.window = cli::parse_integer(arg, value(), 1, std::numeric_limits<int32_t>::max());
     } else if (arg == "-t" || arg == "--threads") {
       options.threads = cli::parse_integer(arg, value(), 0, AFT_MAX_THREADS);
+    } else if (arg == "--matmul-precision") {
+      options.matmul_precision = cli::parse_matmul_precision(arg, value());
     } else if (arg == "--decode") {
       options.decode = true;
     } else if (arg == "--json") {

@@ -46,6 +46,8 @@ const char kUsage[] =
     "                               in DIR (docs/server.md)\n"
     "      --timeout N              HTTP read and write timeout in seconds (default 600)\n"
     "      --no-checksum            skip verifying tensor checksums when loading\n"
+    "      --matmul-precision P     f32 (default) or bf16: prompts' products of f32 weights on\n"
+    "                               the matrix units, if the CPU has them (aft-run --help)\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
 
@@ -112,6 +114,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 86400));
     } else if (arg == "--no-checksum") {
       options.verify_checksums = false;
+    } else if (arg == "--matmul-precision") {
+      options.matmul_precision = cli::parse_matmul_precision(arg, value());
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {

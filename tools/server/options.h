@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "aft.h"
 #include "tools/server/redis_url.h"
 
 namespace aft::server {
@@ -38,6 +39,7 @@ struct Options {
   std::string slot_save_path;
   int timeout_seconds = 600;  // HTTP read and write timeouts, as llama-server's --timeout
   bool verify_checksums = true;
+  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
   bool verbose = false;
 };
 

@@ -19,13 +19,13 @@ struct QuantizedInput {
 class LinearOp final : public Op {
  public:
   LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w, const float* bias,
-           kernels::PostOp post)
+           kernels::PostOp post, kernels::MatmulPrecision precision)
       : in_width_(in_width),
         out_width_(out_width),
         w_(w),
         bias_(bias),
         post_(post),
-        matmul_(in_width, out_width, w, bias, post) {}
+        matmul_(in_width, out_width, w, bias, post, kernels::matmul_machine_blocks(), precision) {}
 
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
@@ -124,9 +124,9 @@ class LinearOp final : public Op {
 }  // namespace
 
 std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
-                                   kernels::WeightMatrix w, const float* bias,
-                                   kernels::PostOp post) {
-  return std::make_unique<LinearOp>(in_width, out_width, w, bias, post);
+                                   kernels::WeightMatrix w, const float* bias, kernels::PostOp post,
+                                   kernels::MatmulPrecision precision) {
+  return std::make_unique<LinearOp>(in_width, out_width, w, bias, post, precision);
 }
 
 }  // namespace aft

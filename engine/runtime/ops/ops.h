@@ -25,9 +25,11 @@ std::unique_ptr<Op> make_gated_residual_op();
 // out = post(in W^T + bias), W [out_width, in_width] row-major (nn.Linear), f32, bf16 or q8_0.
 // With a second input (a residual, out_width wide): out = post(in W^T + bias) + residual, added
 // as out is written. One token (per sequence) runs the GEMV of W's dtype: for q8_0, on the input
-// quantized to 8-bit blocks; more tokens run the f32 product of W widened exactly.
+// quantized to 8-bit blocks; more tokens run the matrix product (kernels::Matmul, at `precision`:
+// bf16 weights, and f32 ones at MatmulPrecision::BF16, on the matrix units where the CPU has
+// them; otherwise in f32, of W widened exactly).
 std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
-                                   kernels::WeightMatrix w, const float* bias,
-                                   kernels::PostOp post);
+                                   kernels::WeightMatrix w, const float* bias, kernels::PostOp post,
+                                   kernels::MatmulPrecision precision);
 
 }  // namespace aft
