@@ -97,10 +97,6 @@ struct KernelTable {
   // The q8_0 weights below are packed (kernels/packed_weights.h): wq and wd point at the start of a
   // group of kQ8GroupRows rows, and hold whole groups (the last padded) covering rows [0, rows).
   //
-  // x[r * cols + c] = wd(r, c / 32) * wq(r, c) for r < rows, c < cols (cols % 32 == 0): the
-  // weights widened to f32, row-major. Bit-identical on every ISA.
-  void (*dequantize_q8_0_rows)(std::size_t rows, std::size_t cols, const int8_t* wq,
-                               const float* wd, float* x);
   // y[r] = sum over blocks b < cols / 32 of (wd(r, b) * xd[b]) * isum(r, b) (+ bias[r]) for r in
   // [0, rows), where isum is the exact int32 dot product of block b's 32 weight quants of row r
   // and the activation quants xq[32 b ...]. cols % 32 == 0. SIMD tables add the blocks in order

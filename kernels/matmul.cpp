@@ -195,23 +195,16 @@ struct Matmul::Impl {
     return p;  // handles: stay valid even if evicted while another thread runs them
   }
 
-  static_assert(kMatmulBlockColumns % kQ8GroupRows == 0 &&
-                    kMatmulBlockColumns % kBf16GroupRows == 0,
+  static_assert(kMatmulBlockColumns % kBf16GroupRows == 0,
                 "a column block is whole groups of packed weights");
-  // Rows [column, column + width) of W as f32: in place, or widened into `widened` (exactly: the
-  // dequantization kernels give the same bits on every ISA) unless it holds them already.
+  // Rows [column, column + width) of W as f32: in place, or bf16 widened into `widened` (exactly,
+  // the same bits on every ISA) unless it holds them already.
   float* f32_weights(std::size_t column, std::size_t width, std::vector<float>& widened,
                      bool already_widened) const {
     if (w.type == WeightType::F32) return const_cast<float*>(w.f32_rows(column, k));
     if (already_widened) return widened.data();
     if (widened.size() < width * k) widened.resize(width * k);
-    const KernelTable& kernels = active_kernels();
-    if (w.type == WeightType::BF16) {
-      kernels.widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
-    } else {
-      kernels.dequantize_q8_0_rows(width, k, w.q8_rows(column, k), w.q8_scales(column, k),
-                                   widened.data());
-    }
+    active_kernels().widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
     return widened.data();
   }
 
@@ -328,10 +321,10 @@ Matmul::Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, 
                std::size_t blocks, MatmulPrecision precision) {
   // oneDNN 2.6 crashes (SIGFPE) rather than failing on absurd sizes such as K = 2^40.
   if (k == 0 || n == 0 || k > kMaxDim || n > kMaxDim || w.data == nullptr ||
-      (w.type == WeightType::Q8_0 && (k % kQ8BlockSize != 0 || w.scales == nullptr))) {
+      w.type == WeightType::Q8_0) {
     throw std::invalid_argument(
-        "aft matmul: K and N must be in [1, 2^31), W non-null, and for q8_0 K a multiple of 32 "
-        "with scales (K=" +
+        "aft matmul: K and N must be in [1, 2^31), W non-null, f32 or bf16 (q8_0 products are the "
+        "integer GEMV kernels') (K=" +
         std::to_string(k) + ", N=" + std::to_string(n) + ")");
   }
   impl_ = std::make_unique<Impl>();

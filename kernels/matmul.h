@@ -1,7 +1,8 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
 // W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
-// place (not copied); bf16 and packed q8_0 weights are widened exactly to f32 one column block at a
-// time, into the scratch of the block's thread, just before its product (oneDNN 2.6 has no q8_0).
+// place (not copied); packed bf16 weights are widened exactly to f32 one column block at a time,
+// into the scratch of the block's thread, just before its product. (q8_0 weights are multiplied
+// in integers by the GEMV kernels, a prompt's rows as a batch's: KernelTable::gemv_batch_q8_0.)
 // Where the CPU has matrix units for bf16 (matrix_units()), bf16 weights go there instead, with
 // the activations rounded to bf16; so do f32 weights, rounded to bf16 too, when the Matmul's
 // precision is MatmulPrecision::BF16 (an opt-in: f32 products are exact by default).
@@ -31,7 +32,7 @@ enum class PostOp { None, Relu, Gelu, ReluSquared };
 // (the default); BF16, on the matrix units where the CPU has them, from a copy of W rounded to
 // bf16 (to nearest, ties to even, as aft-quantize's bf16), the activations rounded too and every
 // product summed in f32: the bits of the same model stored in bf16. Elsewhere BF16 is F32. It
-// changes nothing for bf16 weights (on the units wherever they exist) or q8_0 weights.
+// changes nothing for bf16 weights (on the units wherever they exist).
 enum class MatmulPrecision { F32, BF16 };
 
 // Output columns per unit of parallel work.
@@ -59,7 +60,7 @@ std::size_t matmul_block_rows(std::size_t m, std::size_t n, std::size_t blocks);
 
 class Matmul {
  public:
-  // w's data and bias (bias may be null) must outlive the Matmul. q8_0 needs K % 32 == 0. blocks:
+  // w's data and bias (bias may be null) must outlive the Matmul. W is f32 or bf16. blocks:
   // how many threads the work is cut for (matmul_block_rows), whatever the number that runs it.
   Matmul(std::size_t k, std::size_t n, WeightMatrix w, const float* bias, PostOp post,
          std::size_t blocks = matmul_machine_blocks(),

@@ -1,6 +1,6 @@
 // The working memory of Matmul::run, owned by its caller (a session's scratch,
 // engine/runtime/scratch.h): per thread of a call, the f32 weights of the column block it computes
-// (bf16 and q8_0 widened) and the block's result. Each grows to the largest block it has held and
+// (bf16 widened) and the block's result. Each grows to the largest block it has held and
 // is reused: a product allocates nothing once one of its shape has run.
 #pragma once
 

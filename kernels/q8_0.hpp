@@ -1,6 +1,6 @@
-// q8_0 weights and activations (docs/format.md): quantization, dequantization of packed weights
-// (packed_weights.h), and the GEMV of packed q8_0 weights by q8_0 activations, for one vector
-// (gemv_q8_0) or several (gemv_batch_q8_0).
+// q8_0 weights and activations (docs/format.md): quantization, and the GEMV of packed q8_0 weights
+// (packed_weights.h) by q8_0 activations, for one vector (gemv_q8_0) or several (gemv_batch_q8_0:
+// a batch's tokens, or a prompt's).
 //
 // The GEMV takes Q8GroupDot<A>::kGroups groups of 16 rows per pass, so that each block of
 // activation quants is prepared once for all of them. Per block, the exact integer sums of the 16
@@ -56,29 +56,6 @@ void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
       rounded.store_aligned(quants + i);
     }
     for (std::size_t i = 0; i < kQ8BlockSize; ++i) qb[i] = static_cast<int8_t>(quants[i]);
-  }
-}
-
-// One multiply per value: the bits of the scalar reference on every ISA.
-template <class A>
-void dequantize_q8_0_rows(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
-                          float* x) {
-  const std::size_t blocks = cols / kQ8BlockSize;
-  for (std::size_t g = 0; g * kQ8GroupRows < rows; ++g) {
-    const std::size_t group_rows =
-        rows - g * kQ8GroupRows < kQ8GroupRows ? rows - g * kQ8GroupRows : kQ8GroupRows;
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const int8_t* q = wq + (g * blocks + b) * kQ8GroupRows * kQ8BlockSize;
-      const float* d = wd + (g * blocks + b) * kQ8GroupRows;
-      for (std::size_t i = 0; i < group_rows; ++i) {
-        float* row = x + (g * kQ8GroupRows + i) * cols + b * kQ8BlockSize;
-        for (std::size_t s = 0; s < kQ8BlockSize / 4; ++s) {
-          for (std::size_t j = 0; j < 4; ++j) {
-            row[4 * s + j] = d[i] * static_cast<float>(q[s * 4 * kQ8GroupRows + i * 4 + j]);
-          }
-        }
-      }
-    }
   }
 }
 

@@ -58,16 +58,6 @@ void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
   }
 }
 
-void dequantize_q8_0_rows(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
-                          float* x) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) {
-      x[r * cols + c] = wd[q8_0_packed_scale(r, c / kQ8BlockSize, cols)] *
-                        static_cast<float>(wq[q8_0_packed_quant(r, c, cols)]);
-    }
-  }
-}
-
 // The block products (wd * xd, a float product as in every ISA) times the exact integer sums,
 // added in double.
 void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
@@ -285,7 +275,6 @@ constexpr KernelTable kScalar{
     gated_add_f32,
     add_f32,
     quantize_q8_0,
-    dequantize_q8_0_rows,
     gemv_q8_0,
     gemv_batch_q8_0,
     gemv<uint16_t>,

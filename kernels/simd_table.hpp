@@ -41,7 +41,6 @@ constexpr KernelTable make_table(const char* isa) {
       &gated_add_f32<A>,
       &add_f32<A>,
       &quantize_q8_0<A>,
-      &dequantize_q8_0_rows<A>,
       &gemv_q8_0<A>,
       &gemv_batch_q8_0<A>,
       &gemv<A, Bf16PackedRows<A>>,

@@ -2,11 +2,12 @@
 // model per variant, and some of them with bf16 or q8_0 weights, made by
 // tests/fixtures/make_fixtures.py), the logits of one prefill, of token-by-token decode and of
 // mixed chunkings all match the reference's within a relative error of 1e-4. A q8_0 model's
-// one-token evals quantize the linear layers' inputs too: they are compared with the fixture's
-// token reference, which does the same; where a run mixes both paths it is held to the distance
-// between the two references. Likewise a bf16 model's prefill on matrix units rounds the inputs of
-// its products to bf16, and is compared with the fixture's unit reference (within 3e-4); an f32
-// model loaded at bf16 matmul precision gives there the bits of the same model stored in bf16.
+// products quantize their inputs to 8-bit blocks too, a prompt's as a token's: every run of it is
+// compared with the fixture's token reference, which does the same. A bf16 model's prefill on
+// matrix units rounds the inputs of its products to bf16, and is compared with the fixture's unit
+// reference (within 3e-4); where a run mixes that with one-token evals it is held to the distance
+// between the two references. An f32 model loaded at bf16 matmul precision gives there the bits of
+// the same model stored in bf16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,9 +37,9 @@ struct Fixture {
   std::string model_path;
   std::vector<int32_t> tokens;
   std::size_t vocab = 0;
-  std::vector<float> logits;        // [tokens, vocab]
-  std::vector<float> token_logits;  // of one-token evals: q8_0 models' own reference, else logits
-  std::vector<float> unit_logits;   // bf16 models: with the prompt products' inputs in bf16
+  // [tokens, vocab]; of q8_0 models the token reference (their products' inputs in 8-bit blocks)
+  std::vector<float> logits;
+  std::vector<float> unit_logits;  // bf16 models: with the prompt products' inputs in bf16
   // Whether a prefill's reference is unit_logits, and how far from its reference a prefill may be;
   // how far runs mixing prefill and one-token evals may be from `logits`.
   bool prefill_on_units = false;
@@ -81,12 +82,9 @@ Fixture load_fixture(const std::string& name) {
   f.vocab = shape.at(1);
   EXPECT_EQ(shape.at(0), f.tokens.size());
   f.logits = read_logits(dir / expected.at("logits_file").get<std::string>(), shape[0] * shape[1]);
-  f.token_logits = f.logits;
   if (expected.contains("token_logits_file")) {
-    f.token_logits =
+    f.logits =
         read_logits(dir / expected.at("token_logits_file").get<std::string>(), f.logits.size());
-    f.mixed_tolerance =
-        kTolerance + 2.0 * aft::testing::max_relative_error(f.token_logits, f.logits, f.vocab);
   }
   if (expected.contains("unit_logits_file")) {
     f.unit_logits =
@@ -172,7 +170,7 @@ TEST_P(GoldenTest, PrefillMatchesReference) {
 }
 
 TEST_P(GoldenTest, DecodeMatchesReference) {
-  expect_matches_reference(run_chunked({1}), fixture_.token_logits, kTolerance, "decode");
+  expect_matches_reference(run_chunked({1}), fixture_.logits, kTolerance, "decode");
 }
 
 TEST_P(GoldenTest, UnevenChunksMatchReference) {

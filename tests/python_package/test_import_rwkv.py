@@ -33,12 +33,12 @@ WORLD, WORLD_SIZE = "world_vocab.txt", 575
 ISAS = ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "neon")
 # Relative to each row's largest |logit| (package_support.assert_rows_close's measure), the largest
 # seen on x86-64 in the comments. Against the reference of the file's own weights (bf16 and q8_0
-# widened exactly): f32 arithmetic against float64 (6e-7), except q8_0 token by token, whose
-# products round their inputs to 8-bit blocks too (2e-2). Against the checkpoint's weights, bf16
+# widened exactly): f32 arithmetic against float64 (6e-7), except q8_0, whose products round their
+# inputs to 8-bit blocks too (2e-2), a prompt's as a token's. Against the checkpoint's weights, bf16
 # and q8_0 also carry the rounding of the weights (bf16 3.6e-3, q8_0 1.2e-2 prompt, 1.8e-2 by token).
 TOLERANCE = {("f32", "prefill"): 1e-4, ("f32", "steps"): 1e-4,
              ("bf16", "prefill"): 1e-4, ("bf16", "steps"): 1e-4,
-             ("q8_0", "prefill"): 1e-4, ("q8_0", "steps"): 5e-2}
+             ("q8_0", "prefill"): 5e-2, ("q8_0", "steps"): 5e-2}
 TOLERANCE_TO_CHECKPOINT = {"f32": 1e-4, "bf16": 1e-2, "q8_0": 5e-2}
 # A bf16 prompt on matrix units (aft.matrix_units()) rounds its products' inputs to bf16 as well,
 # which this reference does not (3.5e-3 seen with AVX512-BF16); tests/golden_test.cpp holds that

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/runtime/parallel.h"
@@ -9,12 +11,23 @@ namespace {
 
 // Output rows per thread range start at multiples of this (see parallel.h).
 constexpr std::size_t kRowAlign = 64;
+// Input rows a q8_0 product takes through the integer kernel at once: their 8-bit blocks stay in
+// cache while the panels of weight rows pass (256 KB at 2048 columns; a 512-token prompt's would
+// be 1 MB). Measured on a Zen 4 (1 MB L2), enwik8 pp512: 16 rows 6-9% slower, 64 to 512 within 3%.
+constexpr std::size_t kQ8VectorsPerPass = 128;
 
-// A thread's copy of the input rows in 8-bit blocks, for q8_0 weights (in the session's scratch).
+// Input rows in 8-bit blocks, for q8_0 weights (in the session's scratch): a thread's own copy of
+// one token's row, or the rows of a call, quantized once by its threads and read by all.
 struct QuantizedInput {
   std::vector<int8_t> values;
   std::vector<float> scales;
+
+  void reserve(std::size_t count) {
+    if (values.size() < count) values.resize(count);
+    if (scales.size() < count / kernels::kQ8BlockSize) scales.resize(count / kernels::kQ8BlockSize);
+  }
 };
+struct SharedQuantizedInput : QuantizedInput {};
 
 class LinearOp final : public Op {
  public:
@@ -25,22 +38,45 @@ class LinearOp final : public Op {
         w_(w),
         bias_(bias),
         post_(post),
-        matmul_(in_width, out_width, w, bias, post, kernels::matmul_machine_blocks(), precision) {}
+        matmul_(w.type == kernels::WeightType::Q8_0
+                    ? std::nullopt
+                    : std::make_optional<kernels::Matmul>(in_width, out_width, w, bias, post,
+                                                          kernels::matmul_machine_blocks(),
+                                                          precision)) {}
 
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
+    if (w_.type == kernels::WeightType::Q8_0 && out.rows != 1) {
+      // A prompt's rows as a batch's: integer products of 8-bit blocks (VNNI where the CPU has
+      // it), faster than widening W to f32 for oneDNN, and each row the bits it gets decoded
+      // alone. The rows are quantized once, split among the threads.
+      SharedQuantizedInput& x = ctx.scratch.local<SharedQuantizedInput>();
+      x.reserve(out.rows * in_width_);
+      parallel_ranges(
+          out.rows, 1, ctx.n_threads, in_width_, [&](std::size_t begin, std::size_t end) {
+            ctx.kernels.quantize_q8_0((end - begin) * in_width_, in.row(begin),
+                                      x.values.data() + begin * in_width_,
+                                      x.scales.data() + begin * in_width_ / kernels::kQ8BlockSize);
+          });
+      parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
+                      [&](std::size_t begin, std::size_t end) {
+                        gemv_rows(ctx, in, &x, residual, out, begin, end);
+                      });
+      return;
+    }
     if (out.rows != 1 && ctx.one_sequence()) {
-      matmul_.run(out.rows, in.data, out.data, ctx.n_threads, residual,
-                  ctx.scratch.local<kernels::MatmulScratch>());
+      matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
+                   ctx.scratch.local<kernels::MatmulScratch>());
       return;
     }
     // One token per sequence: matrix-vector products, bound by reading the weights once (for
     // every sequence of a batch), and the bits of a sequence decoded alone.
-    parallel_ranges(
-        out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
-        [&](std::size_t begin, std::size_t end) { gemv_rows(ctx, in, residual, out, begin, end); });
+    parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
+                    [&](std::size_t begin, std::size_t end) {
+                      gemv_rows(ctx, in, nullptr, residual, out, begin, end);
+                    });
   }
 
   void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
@@ -51,15 +87,16 @@ class LinearOp final : public Op {
     }
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
     team_ranges(out_width_, kRowAlign, team, in_width_, [&](std::size_t begin, std::size_t end) {
-      gemv_rows(ctx, inputs[0], residual, out, begin, end);
+      gemv_rows(ctx, inputs[0], nullptr, residual, out, begin, end);
     });
   }
 
  private:
   // Output columns [begin, end) of every row, each row alone: bias, activation and residual while
-  // they are cached.
-  void gemv_rows(const ExecContext& ctx, const Tensor& in, const float* residual, const Tensor& out,
-                 std::size_t begin, std::size_t end) const {
+  // they are cached. quantized: q8_0 weights, the rows of `in` in 8-bit blocks already, or null.
+  void gemv_rows(const ExecContext& ctx, const Tensor& in, const QuantizedInput* quantized,
+                 const float* residual, const Tensor& out, std::size_t begin,
+                 std::size_t end) const {
     const std::size_t n = end - begin;
     const float* bias = bias_ ? bias_ + begin : nullptr;
     float* y = out.data + begin;
@@ -84,23 +121,27 @@ class LinearOp final : public Op {
         break;
       }
       case kernels::WeightType::Q8_0: {
-        // Integer dot products need the activations in 8-bit blocks too: each thread quantizes
-        // the (short) input rows itself rather than wait for one that does.
-        QuantizedInput& x = ctx.scratch.local<QuantizedInput>();
-        const std::size_t values = out.rows * in_width_;
-        if (x.values.size() < values) x.values.resize(values);
-        if (x.scales.size() < values / kernels::kQ8BlockSize) {
-          x.scales.resize(values / kernels::kQ8BlockSize);
+        // Integer dot products need the activations in 8-bit blocks too: one token's row each
+        // thread quantizes itself rather than wait for one that does.
+        if (quantized == nullptr) {
+          QuantizedInput& own = ctx.scratch.local<QuantizedInput>();
+          own.reserve(out.rows * in_width_);
+          k.quantize_q8_0(out.rows * in_width_, in.data, own.values.data(), own.scales.data());
+          quantized = &own;
         }
-        const int8_t* xq = x.values.data();
-        const float* xd = x.scales.data();
-        k.quantize_q8_0(values, in.data, x.values.data(), x.scales.data());
+        const std::size_t blocks = in_width_ / kernels::kQ8BlockSize;
         const int8_t* wq = w_.q8_rows(begin, in_width_);
         const float* wd = w_.q8_scales(begin, in_width_);
-        if (out.rows == 1) {
-          k.gemv_q8_0(n, in_width_, wq, wd, xq, xd, bias, y);
-        } else {
-          k.gemv_batch_q8_0(n, in_width_, wq, wd, out.rows, xq, xd, bias, y, out_width_);
+        for (std::size_t r = 0; r < out.rows; r += kQ8VectorsPerPass) {
+          const std::size_t rows = std::min(kQ8VectorsPerPass, out.rows - r);
+          const int8_t* xq = quantized->values.data() + r * in_width_;
+          const float* xd = quantized->scales.data() + r * blocks;
+          if (rows == 1) {
+            k.gemv_q8_0(n, in_width_, wq, wd, xq, xd, bias, out.row(r) + begin);
+          } else {
+            k.gemv_batch_q8_0(n, in_width_, wq, wd, rows, xq, xd, bias, out.row(r) + begin,
+                              out_width_);
+          }
         }
         break;
       }
@@ -118,7 +159,7 @@ class LinearOp final : public Op {
   kernels::WeightMatrix w_;
   const float* bias_;
   kernels::PostOp post_;
-  kernels::Matmul matmul_;
+  std::optional<kernels::Matmul> matmul_;  // f32 and bf16 weights' prompts
 };
 
 }  // namespace
