@@ -1,0 +1,73 @@
+// The linear op (engine/runtime/ops/linear_op.cpp) on q8_0 weights: a prompt's rows go through the
+// integer GEMV kernels as a batch's, so every row of a prompt gets the bits it gets fed alone (a
+// decoded token), with bias, activation and residual, on any thread count. The shapes are wide
+// enough for 2 and 3 threads to split the rows, and the prompt longer than the rows that pass the
+// kernel at once (128).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/runtime/ops/ops.h"
+#include "engine/runtime/scratch.h"
+#include "kernels/kernels.h"
+#include "kernels/packed_weights.h"
+#include "random_vector.h"
+
+namespace aft {
+namespace {
+
+using test_data::random_vector;
+
+// out = op(x) (+ residual) for `rows` rows of one sequence, on n_threads threads.
+std::vector<float> run(const Op& op, const float* x, std::size_t rows, std::size_t in,
+                       std::size_t out, const float* residual, int n_threads, Scratch& scratch) {
+  SequenceState state;
+  const Sequence sequence{&state, nullptr};
+  scratch.begin_call(n_threads);
+  const ExecContext ctx{kernels::active_kernels(), n_threads, nullptr, &sequence, 1, scratch};
+  std::vector<float> y(rows * out);
+  std::vector<Tensor> inputs{Tensor{const_cast<float*>(x), rows, in}};
+  if (residual != nullptr) inputs.push_back(Tensor{const_cast<float*>(residual), rows, out});
+  op.run(ctx, inputs, Tensor{y.data(), rows, out});
+  return y;
+}
+
+TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
+  constexpr std::size_t kIn = 96, kOut = 200, kRows = 300;
+  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 1);
+  const std::vector<float> x = random_vector(kRows * kIn, -2.0f, 2.0f, 2);
+  const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 3);
+  const std::vector<float> residual = random_vector(kRows * kOut, -1.0f, 1.0f, 4);
+  std::vector<int8_t> quants(w.size());
+  std::vector<float> scales(w.size() / kernels::kQ8BlockSize);
+  kernels::active_kernels().quantize_q8_0(w.size(), w.data(), quants.data(), scales.data());
+  const kernels::PackedWeights packed =
+      kernels::PackedWeights::q8_0(kOut, kIn, quants.data(), scales.data());
+  for (kernels::PostOp post : {kernels::PostOp::None, kernels::PostOp::Gelu}) {
+    const std::unique_ptr<Op> op = make_linear_op(kIn, kOut, packed.matrix(), bias.data(), post,
+                                                  kernels::MatmulPrecision::F32);
+    Scratch scratch;
+    for (const float* skip : {static_cast<const float*>(nullptr), residual.data()}) {
+      std::vector<float> alone;
+      for (std::size_t r = 0; r < kRows; ++r) {
+        const std::vector<float> row = run(*op, x.data() + r * kIn, 1, kIn, kOut,
+                                           skip ? skip + r * kOut : nullptr, 1, scratch);
+        alone.insert(alone.end(), row.begin(), row.end());
+      }
+      for (int threads : {1, 2, 3}) {
+        const std::vector<float> prompt =
+            run(*op, x.data(), kRows, kIn, kOut, skip, threads, scratch);
+        for (std::size_t i = 0; i < prompt.size(); ++i) {
+          ASSERT_EQ(prompt[i], alone[i]) << threads << " threads, row " << i / kOut << ", column "
+                                         << i % kOut << (skip ? ", with a residual" : "")
+                                         << (post == kernels::PostOp::Gelu ? ", gelu" : "");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aft
