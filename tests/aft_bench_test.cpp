@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/matmul.h"
 #include "model_file_writer.h"
 #include "run_command.h"
 
@@ -124,6 +125,49 @@ TEST(AftBench, MeasuresTheLimitsAndRatios) {
       EXPECT_GT(row["fraction_of_read_at_weight_size"].get<double>(), 0.0) << row.dump();
       EXPECT_GT(row["fraction_of_fma_peak"].get<double>(), 0.0) << row.dump();
     }
+  }
+}
+
+// A prompt is measured against the peak of the products it runs: bf16 weights (and f32 ones at
+// --matmul-precision bf16) against the matrix units' bf16 peak where the CPU has them, q8_0
+// against the int8 products' peak, f32 against the FMA peak; each peak measured where oneDNN has
+// a product for it that is not a reference loop, and reported as null elsewhere.
+TEST(AftBench, PromptsAreMeasuredAgainstThePeakOfTheirProducts) {
+  const bool units = !kernels::matrix_units().empty();
+  const struct {
+    std::string model, flags, limit;
+  } cases[] = {
+      {"conv", "", "fma"},
+      {"conv", " --matmul-precision bf16", units ? "bf16_units" : "fma"},
+      {"conv_bf16", "", units ? "bf16_units" : "fma"},
+      {"conv_q8_0", "", "int8"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.model + c.flags);
+    const Result r =
+        run(fixture(c.model) + " -r 1 -p 16 -n 0 -t 1 --bandwidth-mib 16 -o json" + c.flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = parse_json(r);
+    EXPECT_EQ(j["bf16_units"], kernels::matrix_units());
+    const nlohmann::json& l = j["limits"][0];
+    if (units) {
+      EXPECT_GT(l["bf16_units_gflops"].get<double>(), 0.0) << l.dump();
+    } else {
+      EXPECT_TRUE(l["bf16_units_gflops"].is_null()) << l.dump();
+    }
+    const std::string int8 = j["int8_product"];
+    EXPECT_NE(int8.rfind("ref", 0), 0u) << int8;
+    if (int8.empty()) {
+      EXPECT_TRUE(l["int8_gops"].is_null()) << l.dump();
+    } else {
+      EXPECT_GT(l["int8_gops"].get<double>(), 0.0) << l.dump();
+    }
+    const nlohmann::json& pp = j["results"][0];
+    EXPECT_EQ(pp["limit"], c.limit == "int8" && int8.empty() ? "fma" : c.limit) << pp.dump();
+    const double peak = pp["limit"] == "fma"          ? l["fma_gflops"].get<double>()
+                        : pp["limit"] == "bf16_units" ? l["bf16_units_gflops"].get<double>()
+                                                      : l["int8_gops"].get<double>();
+    EXPECT_DOUBLE_EQ(pp["fraction_of_limit"].get<double>(), pp["gflops"].get<double>() / peak);
   }
 }
 

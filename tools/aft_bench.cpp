@@ -11,6 +11,7 @@
 
 #include "aft.h"
 #include "engine/runtime/physical_cores.h"
+#include "kernels/matrix_unit_probe.h"
 #include "tools/bench/machine.h"
 #include "tools/bench/options.h"
 #include "tools/bench/probes.h"
@@ -62,6 +63,8 @@ struct Probes {
   ReadProbe memory;   // a buffer much larger than the caches
   ReadProbe weights;  // a buffer the size of the model's matmul weights
   FmaProbe fma;
+  kernels::MatrixUnitProbe bf16_units;  // nothing where the CPU has no matrix units
+  kernels::MatrixUnitProbe int8;
 };
 
 // threads 0 (automatic): the limits of every physical core.
@@ -70,7 +73,9 @@ MeasuredLimits::Sample measure_limits(const Probes& probes, int requested) {
   return {probes.memory.best_gbps(threads, kProbeRuns),
           probes.weights.best_gbps(threads, kProbeRuns),
           probes.fma.best_gflops(threads, kProbeRuns),
-          ForkJoinProbe::best_microseconds(threads, kProbeRuns)};
+          ForkJoinProbe::best_microseconds(threads, kProbeRuns),
+          probes.bf16_units.best_gops(threads, kProbeRuns),
+          probes.int8.best_gops(threads, kProbeRuns)};
 }
 
 int run(const Options& o) {
@@ -103,9 +108,15 @@ int run(const Options& o) {
   if (o.limits) {
     progress.show("preparing the machine probes");
     const auto weight_bytes = static_cast<std::size_t>(report.matmul_weight_bytes);
-    probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe()});
+    int most_threads = 1;
+    for (int t : o.threads) most_threads = std::max(most_threads, t > 0 ? t : physical_cores());
+    probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe(),
+                          kernels::MatrixUnitProbe(kernels::UnitProduct::Bf16, most_threads),
+                          kernels::MatrixUnitProbe(kernels::UnitProduct::Int8, most_threads)});
     report.bandwidth_bytes = probes->memory.bytes();
     report.weights_probe_bytes = probes->weights.bytes();
+    report.bf16_units = probes->bf16_units.implementation();
+    report.int8_product = probes->int8.implementation();
   }
 
   int64_t longest = 0;

@@ -27,8 +27,29 @@ const MeasuredLimits* limits_for(const Report& r, int threads) {
   return nullptr;
 }
 
+// The peak a prompt's products run against: the matrix units' where bf16 weights (or f32 ones at
+// --matmul-precision bf16) run there, the int8 products' for q8_0 weights (integer dot products),
+// else the FMA peak. 0 where not measured.
+struct PrefillLimit {
+  double value = 0.0;
+  const char* name = "FMA peak";
+  const char* key = "fma";
+};
+
+PrefillLimit prefill_limit(const Report& r, const MeasuredLimits* l) {
+  if (l == nullptr) return {};
+  const bool on_units =
+      !r.bf16_units.empty() &&
+      (r.weight_dtype == "bf16" || (r.weight_dtype == "f32" && r.matmul_precision == "bf16"));
+  if (on_units && l->bf16_units() > 0.0) {
+    return {l->bf16_units(), "bf16 matrix-unit peak", "bf16_units"};
+  }
+  if (r.weight_dtype == "q8_0" && l->int8() > 0.0) return {l->int8(), "int8 peak", "int8"};
+  return {l->fma(), "FMA peak", "fma"};
+}
+
 // What a test achieved (GFLOP/s for prefill, GB/s of weights for decode) and its limits (0: not
-// measured): the FMA peak for prefill; memory bandwidth and the read bandwidth at the weights'
+// measured): prefill_limit for prefill; memory bandwidth and the read bandwidth at the weights'
 // size for decode.
 struct Achieved {
   double value = 0.0;
@@ -39,6 +60,7 @@ struct Achieved {
   // against the FMA peak.
   double gflops = 0.0;
   double fma_limit = 0.0;
+  PrefillLimit prefill;  // prefill: which peak `limit` is
 };
 
 Achieved achieved(const Report& r, const TestResult& t) {
@@ -46,8 +68,9 @@ Achieved achieved(const Report& r, const TestResult& t) {
   const MeasuredLimits* l = limits_for(r, t.threads);
   if (t.kind == TestKind::Prefill) {
     const double prompts_per_second = tps / static_cast<double>(t.n_prompt);
-    return {prefill_flops(r, t.n_prompt) * prompts_per_second / 1e9, "GFLOP/s", l ? l->fma() : 0.0,
-            0.0};
+    const PrefillLimit limit = prefill_limit(r, l);
+    const double gflops = prefill_flops(r, t.n_prompt) * prompts_per_second / 1e9;
+    return {gflops, "GFLOP/s", limit.value, 0.0, gflops, l ? l->fma() : 0.0, limit};
   }
   // A batch's step reads the weights once for all its sessions' tokens.
   return {weight_bytes(r) * tps / static_cast<double>(t.batch) / 1e9,
@@ -55,7 +78,8 @@ Achieved achieved(const Report& r, const TestResult& t) {
           l ? l->read() : 0.0,
           l ? l->read_weights() : 0.0,
           flops_per_token(r) * tps / 1e9,
-          l ? l->fma() : 0.0};
+          l ? l->fma() : 0.0,
+          PrefillLimit{}};
 }
 
 std::string percent(double value, double limit) {
@@ -64,7 +88,7 @@ std::string percent(double value, double limit) {
 
 std::string ratio_text(const Achieved& a, bool prefill) {
   if (a.limit <= 0.0) return "-";
-  if (prefill) return percent(a.value, a.limit) + " of FMA peak";
+  if (prefill) return percent(a.value, a.limit) + " of " + a.prefill.name;
   return percent(a.value, a.limit) + " of memory read, " + percent(a.value, a.weights_limit) +
          " of read at weights' size, " + percent(a.gflops, a.fma_limit) + " of FMA peak";
 }
@@ -172,17 +196,31 @@ void write_markdown(const Report& r, std::FILE* out) {
                  "buffer read again and again (the decode limit when the weights stay cached).\n\n",
                  r.bandwidth_bytes >> 20, static_cast<double>(r.weights_probe_bytes) / 1e6);
     std::fprintf(out,
+                 "Matrix products of oneDNN, M = 512, K = N = 1024, one per thread: bf16 on the "
+                 "matrix units %s; int8 (u8 x s8) %s.\n\n",
+                 r.bf16_units.empty() ? "none" : r.bf16_units.c_str(),
+                 r.int8_product.empty() ? "none" : r.int8_product.c_str());
+    std::fprintf(out,
                  "| threads | memory read GB/s (before, after) | read at weights' size GB/s | FMA "
-                 "GFLOP/s | parallel region us |\n");
-    std::fprintf(out, "|---:|---:|---:|---:|---:|\n");
+                 "GFLOP/s | bf16 units GFLOP/s | int8 GOP/s | parallel region us |\n");
+    std::fprintf(out, "|---:|---:|---:|---:|---:|---:|---:|\n");
+    const auto peak = [](double best, double before, double after) {
+      if (best <= 0.0) return std::string("-");
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f (%.1f, %.1f)", best, before, after);
+      return std::string(text);
+    };
     for (const MeasuredLimits& l : r.limits) {
-      std::fprintf(out,
-                   "| %s | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.2f (%.2f, "
-                   "%.2f) |\n",
-                   threads_text(l.threads).c_str(), l.read(), l.before.read_gbps, l.after.read_gbps,
-                   l.read_weights(), l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
-                   l.before.fma_gflops, l.after.fma_gflops, l.fork_join(), l.before.fork_join_us,
-                   l.after.fork_join_us);
+      std::fprintf(
+          out,
+          "| %s | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %.1f (%.1f, %.1f) | %s | %s | "
+          "%.2f (%.2f, %.2f) |\n",
+          threads_text(l.threads).c_str(), l.read(), l.before.read_gbps, l.after.read_gbps,
+          l.read_weights(), l.before.read_weights_gbps, l.after.read_weights_gbps, l.fma(),
+          l.before.fma_gflops, l.after.fma_gflops,
+          peak(l.bf16_units(), l.before.bf16_units_gflops, l.after.bf16_units_gflops).c_str(),
+          peak(l.int8(), l.before.int8_gops, l.after.int8_gops).c_str(), l.fork_join(),
+          l.before.fork_join_us, l.after.fork_join_us);
     }
   }
 
@@ -218,6 +256,8 @@ void write_json(const Report& r, std::FILE* out) {
   j["kernel_isa"] = r.kernel_isa;
   j["matmul"] = r.matmul;
   j["matmul_precision"] = r.matmul_precision;
+  j["bf16_units"] = r.bf16_units;
+  j["int8_product"] = r.int8_product;
   j["threads"] = r.threads;
   j["repetitions"] = r.repetitions;
   const aft_model_info& i = r.model;
@@ -255,7 +295,12 @@ void write_json(const Report& r, std::FILE* out) {
            {"fma_gflops", l.fma()},
            {"fma_gflops_before_after", {l.before.fma_gflops, l.after.fma_gflops}},
            {"fork_join_us", l.fork_join()},
-           {"fork_join_us_before_after", {l.before.fork_join_us, l.after.fork_join_us}}});
+           {"fork_join_us_before_after", {l.before.fork_join_us, l.after.fork_join_us}},
+           {"bf16_units_gflops", l.bf16_units() > 0.0 ? Json(l.bf16_units()) : Json(nullptr)},
+           {"bf16_units_gflops_before_after",
+            {l.before.bf16_units_gflops, l.after.bf16_units_gflops}},
+           {"int8_gops", l.int8() > 0.0 ? Json(l.int8()) : Json(nullptr)},
+           {"int8_gops_before_after", {l.before.int8_gops, l.after.int8_gops}}});
     }
   }
   j["results"] = Json::array();
@@ -278,7 +323,9 @@ void write_json(const Report& r, std::FILE* out) {
     row["speedup_over_batch_1"] = xb > 0.0 ? Json(xb) : Json(nullptr);
     if (t.kind == TestKind::Prefill) {
       row["gflops"] = a.value;
-      row["fraction_of_fma_peak"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
+      row["fraction_of_fma_peak"] = a.fma_limit > 0.0 ? Json(a.value / a.fma_limit) : Json(nullptr);
+      row["limit"] = a.limit > 0.0 ? Json(a.prefill.key) : Json(nullptr);
+      row["fraction_of_limit"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
     } else {
       row["weight_gbps"] = a.value;
       row["fraction_of_read_bandwidth"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);

@@ -41,6 +41,8 @@ struct MeasuredLimits {
     double read_weights_gbps = 0.0;  // read bandwidth over a buffer the size of the weights
     double fma_gflops = 0.0;         // FMA peak, 1e9 FLOP/s
     double fork_join_us = 0.0;       // an empty OpenMP parallel region, microseconds
+    double bf16_units_gflops = 0.0;  // bf16 products on the matrix units; 0: none
+    double int8_gops = 0.0;          // u8 x s8 products (AMX, VNNI, ...); 0: none
   };
   int threads = 1;
   Sample before, after;
@@ -50,6 +52,8 @@ struct MeasuredLimits {
   }
   double fma() const { return std::max(before.fma_gflops, after.fma_gflops); }
   double fork_join() const { return std::min(before.fork_join_us, after.fork_join_us); }
+  double bf16_units() const { return std::max(before.bf16_units_gflops, after.bf16_units_gflops); }
+  double int8() const { return std::max(before.int8_gops, after.int8_gops); }
 };
 
 struct Report {
@@ -72,6 +76,9 @@ struct Report {
   std::size_t bandwidth_bytes = 0;      // the memory read probe's buffer; 0 with --no-limits
   std::size_t weights_probe_bytes = 0;  // the weight-sized read probe's buffer
   std::vector<MeasuredLimits> limits;   // empty with --no-limits
+  // oneDNN's implementations the bf16 and int8 peaks were measured with ("": none, or not measured)
+  std::string bf16_units;
+  std::string int8_product;
   std::vector<TestResult> results;
   std::vector<std::string> skipped;  // tests the model cannot run, with the reason
 };
