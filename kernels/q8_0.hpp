@@ -100,10 +100,54 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
+// gemv_groups_q8_0 for D::kVectors vectors at once (x[v], xd[v], y[v]): each weight register
+// serves them all, and each (row, vector) gets the same integer sums and the same fma per block, in
+// the same order: the bits of gemv_groups_q8_0 for each vector.
+template <class A, std::size_t G>
+[[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
+    std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
+    const float* const* xd, const float* bias, std::size_t rows, float* const* y,
+    Prefetch<A> quants, Prefetch<A> scales) {
+  using B = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  using D = Q8GroupDot<A>;
+  constexpr std::size_t V = D::kVectors;
+  static_assert(D::kParts == 1, "one batch per group");
+  constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
+  B acc[G][V];
+  for (std::size_t g = 0; g < G; ++g) {
+    for (std::size_t v = 0; v < V; ++v) acc[g][v] = B(0.0f);
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int8_t* x[V];
+    decltype(D::offset_of(xq[0])) offsets[V];
+    for (std::size_t v = 0; v < V; ++v) {
+      x[v] = xq[v] + b * kQ8BlockSize;
+      offsets[v] = D::offset_of(x[v]);
+    }
+    quants.step();
+    scales.step();
+    for (std::size_t g = 0; g < G; ++g) {
+      I sums[V];
+      D::dot_vectors(wq + (g * blocks + b) * kGroupBytes, x, offsets, sums);
+      const B w_scales = B::load_unaligned(wd + (g * blocks + b) * kQ8GroupRows);
+      for (std::size_t v = 0; v < V; ++v) {
+        acc[g][v] =
+            xsimd::fma(xsimd::batch_cast<float>(sums[v]), w_scales * B(xd[v][b]), acc[g][v]);
+      }
+    }
+  }
+  for (std::size_t v = 0; v < V; ++v) {
+    alignas(A::alignment()) float out[G * kQ8GroupRows];
+    for (std::size_t g = 0; g < G; ++g) acc[g][v].store_aligned(out + g * kQ8GroupRows);
+    for (std::size_t r = 0; r < rows; ++r) y[v][r] = bias ? out[r] + bias[r] : out[r];
+  }
+}
+
 // Passes of kGroups groups, then group by group, each pass for every vector while its weights
-// stay in cache; meanwhile each vector asks for a share of the next pass's weights. A row's result
-// does not depend on the rows or vectors computed with it, so each vector of a batch gets the bits
-// of gemv_q8_0.
+// stay in cache (kVectors vectors at once where the architecture takes several); meanwhile each
+// vector asks for a share of the next pass's weights. A row's result does not depend on the rows or
+// vectors computed with it, so each vector of a batch gets the bits of gemv_q8_0.
 template <class A>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
@@ -111,18 +155,40 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   constexpr std::size_t G = Q8GroupDot<A>::kGroups;
   constexpr std::size_t kPassRows = G * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
-  // Passes are contiguous: the next one's quants and scales start where this one's end.
-  const auto shares = [&](std::size_t r, std::size_t v, std::size_t pass_rows) {
+  // A full pass takes its vectors kVectors at a time, then the rest one by one: `calls` calls,
+  // each asking for its share of the next pass (call `part`). Passes are contiguous: the next
+  // one's quants and scales start where this one's end.
+  constexpr std::size_t V = Q8GroupDot<A>::kVectors;
+  const std::size_t together = V > 1 ? n_vectors / V : 0;
+  const std::size_t calls = together + (n_vectors - together * V);
+  const auto shares = [&](std::size_t r, std::size_t part, std::size_t parts,
+                          std::size_t pass_rows) {
     const std::size_t next_rows = std::min(kPassRows, rows - std::min(rows, r + pass_rows));
     return std::make_pair(
-        Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, v, n_vectors, blocks),
-        Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float), v,
-                             n_vectors, blocks));
+        Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, part, parts, blocks),
+        Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
+                             part, parts, blocks));
   };
   std::size_t r = 0;
   for (; r + kPassRows <= rows; r += kPassRows) {
-    for (std::size_t v = 0; v < n_vectors; ++v) {
-      const auto [pq, pd] = shares(r, v, kPassRows);
+    std::size_t v = 0;
+    if constexpr (V > 1) {
+      for (; v + V <= n_vectors; v += V) {
+        const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
+        const int8_t* x[V];
+        const float* d[V];
+        float* out[V];
+        for (std::size_t i = 0; i < V; ++i) {
+          x[i] = xq + (v + i) * cols;
+          d[i] = xd + (v + i) * blocks;
+          out[i] = y + (v + i) * y_stride + r;
+        }
+        gemv_groups_q8_0_vectors<A, G>(blocks, wq + r * cols, wd + r * blocks, x, d,
+                                       bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+      }
+    }
+    for (; v < n_vectors; ++v) {
+      const auto [pq, pd] = shares(r, together + v - together * V, calls, kPassRows);
       gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
                              bias ? bias + r : nullptr, kPassRows, y + v * y_stride + r, pq, pd);
     }
@@ -130,7 +196,7 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   for (; r < rows; r += kQ8GroupRows) {
     const std::size_t n = rows - r < kQ8GroupRows ? rows - r : kQ8GroupRows;
     for (std::size_t v = 0; v < n_vectors; ++v) {
-      const auto [pq, pd] = shares(r, v, kQ8GroupRows);
+      const auto [pq, pd] = shares(r, v, n_vectors, kQ8GroupRows);
       gemv_groups_q8_0<A, 1>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
                              bias ? bias + r : nullptr, n, y + v * y_stride + r, pq, pd);
     }
