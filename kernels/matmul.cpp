@@ -27,6 +27,7 @@
 #include "kernels/bf16.h"
 #include "kernels/first_exception.h"
 #include "kernels/kernels.h"
+#include "kernels/onednn_engine.h"
 #include "kernels/single_threaded_onednn.h"
 #include "kernels/thread_team.h"
 
@@ -45,11 +46,6 @@ constexpr std::size_t kMaxDim = 0x7fffffff;
 constexpr std::size_t kCacheCapacity = 8;
 // Below this many multiply-adds per thread, waking another thread costs more than it saves.
 constexpr std::size_t kMinMultiplyAddsPerThread = 1 << 16;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 [[noreturn]] void rethrow(const dnnl::error& e, const char* what, std::size_t k, std::size_t n) {
   if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
@@ -78,7 +74,7 @@ Primitive create_bf16_product(std::size_t rows, std::size_t k, std::size_t width
       bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
            : dnnl::matmul::desc(src, weights, dst);
   SingleThreadedOneDnn single;
-  dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+  dnnl::matmul::primitive_desc pd(desc, attr, onednn_cpu_engine());
   return Primitive{pd, dnnl::matmul(pd), true};
 }
 
@@ -148,7 +144,7 @@ struct Matmul::Impl {
         bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
              : dnnl::matmul::desc(src, weights, dst);
     SingleThreadedOneDnn single;
-    dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    dnnl::matmul::primitive_desc pd(desc, attr, onednn_cpu_engine());
     return Primitive{pd, dnnl::matmul(pd)};
   }
 
@@ -212,7 +208,7 @@ struct Matmul::Impl {
   // reordered (exact both ways), unless the slot holds them in that layout already.
   memory bf16_weights(const Primitive& p, std::size_t column, std::size_t width,
                       MatmulScratch::Slot& scratch, bool already_widened) const {
-    dnnl::engine& engine = cpu_engine();
+    dnnl::engine& engine = onednn_cpu_engine();
     const memory::desc layout = p.pd.weights_desc();
     const bool tail = width != full_width();
     if (layout == (tail ? tail_layout : full_layout)) {
@@ -243,7 +239,7 @@ struct Matmul::Impl {
       }
       rows = widened.data();
     }
-    memory from({{dim(k), dim(width)}, kF32, Tag::ba}, cpu_engine(), rows);
+    memory from({{dim(k), dim(width)}, kF32, Tag::ba}, onednn_cpu_engine(), rows);
     dnnl::reorder(from, to).execute(stream, from, const_cast<memory&>(to));
   }
 
@@ -262,7 +258,7 @@ struct Matmul::Impl {
   // The copy of W in the layouts plan_copy chose, by the threads of `member`'s team.
   void pack(TeamMember member, MatmulScratch::Slot& scratch) {
     const std::size_t column_blocks = (n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
-    dnnl::engine& engine = cpu_engine();
+    dnnl::engine& engine = onednn_cpu_engine();
     dnnl::stream stream(engine);
     for (std::size_t c = member.share_begin(column_blocks); c < member.share_end(column_blocks);
          ++c) {
@@ -284,7 +280,7 @@ struct Matmul::Impl {
                  MatmulScratch::Slot& scratch, bool already_widened) const {
     std::vector<float>& block = scratch.block;
     if (block.size() < m * width) block.resize(m * width);
-    dnnl::engine& engine = cpu_engine();
+    dnnl::engine& engine = onednn_cpu_engine();
     const memory src =
         p.bf16 ? memory({{dim(m), dim(k)}, kBf16, Tag::ab}, engine, const_cast<uint16_t*>(x_bf16))
                : memory({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));

@@ -10,6 +10,7 @@
 
 #include "kernels/first_exception.h"
 #include "kernels/matmul.h"
+#include "kernels/onednn_engine.h"
 #include "kernels/single_threaded_onednn.h"
 #include "kernels/thread_team.h"
 
@@ -23,11 +24,6 @@ constexpr memory::dim kRows = 512;      // M: a prompt chunk
 constexpr memory::dim kColumns = 1024;  // K and N
 constexpr double kRunSeconds = 0.05;
 
-dnnl::engine& probe_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // One thread's product and the memory it reads and writes (filled with small values: the speed
 // of the units does not depend on them, and no subnormal slows a path down).
 struct ThreadProduct {
@@ -39,14 +35,13 @@ struct ThreadProduct {
 
 struct MatrixUnitProbe::Impl {
   std::string implementation;
-  dnnl::matmul::primitive_desc pd;
   dnnl::matmul product;
   std::vector<ThreadProduct> threads;
   int repeats = 1;  // products per timed run, ~kRunSeconds on one thread
 
   void run_on(int thread, int repeats_here) const {
     const SingleThreadedOneDnn single;
-    dnnl::stream stream(probe_engine());
+    dnnl::stream stream(onednn_cpu_engine());
     const ThreadProduct& t = threads[static_cast<std::size_t>(thread)];
     for (int i = 0; i < repeats_here; ++i) product.execute(stream, t.args);
     stream.wait();
@@ -67,19 +62,19 @@ MatrixUnitProbe::MatrixUnitProbe(UnitProduct type, int max_threads)
   const memory::desc dst({kRows, kColumns}, out, memory::format_tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::matmul::primitive_desc pd;
   try {
     const SingleThreadedOneDnn single;
-    impl_->pd =
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, probe_engine());
-    impl_->product = dnnl::matmul(impl_->pd);
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, onednn_cpu_engine());
+    impl_->product = dnnl::matmul(pd);
   } catch (const dnnl::error&) {
     return;
   }
-  const std::string name = impl_->pd.impl_info_str();
+  const std::string name = pd.impl_info_str();
   if (name.rfind("ref", 0) == 0) return;
   impl_->threads.resize(static_cast<std::size_t>(std::max(max_threads, 1)));
   for (ThreadProduct& t : impl_->threads) {
-    const memory::desc descs[] = {src, impl_->pd.weights_desc(), dst, impl_->pd.scratchpad_desc()};
+    const memory::desc descs[] = {src, pd.weights_desc(), dst, pd.scratchpad_desc()};
     const int roles[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
     for (int i = 0; i < 4; ++i) {
       // bf16 0x3c00 is 2^-7, and int8 / u8 1: small, exact, and the same bytes in both.
@@ -89,7 +84,7 @@ MatrixUnitProbe::MatrixUnitProbe(UnitProduct type, int max_threads)
         auto* values = reinterpret_cast<uint16_t*>(t.buffers.back().data());
         std::fill(values, values + descs[i].get_size() / 2, uint16_t{0x3c00});
       }
-      t.args.emplace(roles[i], memory(descs[i], probe_engine(), t.buffers.back().data()));
+      t.args.emplace(roles[i], memory(descs[i], onednn_cpu_engine(), t.buffers.back().data()));
     }
   }
   // Products per run: double until one run is long enough to time, then scale to kRunSeconds.
