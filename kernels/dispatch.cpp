@@ -30,6 +30,7 @@ bool has_avx512() {
          __builtin_cpu_supports("fma");
 }
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+bool has_avx512bf16() { return has_avx512vnni() && __builtin_cpu_supports("avx512bf16"); }
 bool has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -40,6 +41,7 @@ bool always() { return true; }
 // Best first.
 constexpr Isa kIsas[] = {
 #if defined(AFT_KERNELS_X86)
+    {"avx512bf16", avx512bf16_kernels, has_avx512bf16},
     {"avx512vnni", avx512vnni_kernels, has_avx512vnni},
     {"avx512", avx512_kernels, has_avx512},
     {"avx2", avx2_kernels, has_avx2},
@@ -51,7 +53,8 @@ constexpr Isa kIsas[] = {
     {"scalar", scalar_kernels, always},
 };
 
-constexpr const char* kKnownNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
+constexpr const char* kKnownNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
+                                       "sse2",       "neon",       "scalar"};
 
 bool is_known_name(const char* name) {
   for (const char* known : kKnownNames) {

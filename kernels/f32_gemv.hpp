@@ -5,7 +5,8 @@
 // x serving R rows, one FMA chain per (row, vector) over the column batches, the last columns one
 // zero-padded batch, then a horizontal sum. A (row, vector) pair's sums run in the same order in
 // every block shape and either layout, so gemv_batch_f32 gives, vector by vector, the bits of
-// gemv_f32 (and a bf16 GEMV the bits of the f32 GEMV of the widened weights). Single-threaded.
+// gemv_f32 (and a bf16 GEMV the bits of the f32 GEMV of the widened weights). bf16_gemv.hpp runs
+// the same micro-kernel over other products (bf16 activations). Single-threaded.
 #pragma once
 
 #include <algorithm>
@@ -22,8 +23,8 @@
 namespace aft::kernels::simd {
 
 // Keeps v in a vector register at this point: an empty asm that takes and gives it there.
-template <class A>
-[[gnu::always_inline]] inline void keep_in_register(xsimd::batch<float, A>& v) {
+template <class T, class A>
+[[gnu::always_inline]] inline void keep_in_register(xsimd::batch<T, A>& v) {
 #if defined(__aarch64__)
   asm("" : "+w"(v.data));
 #else
@@ -31,16 +32,41 @@ template <class A>
 #endif
 }
 
+// The products of f32 activations: a column batch of x (Input) is kStep floats (X), multiplied
+// and added by one FMA per lane.
+template <class A>
+struct FloatInputProducts {
+  using Input = float;
+  using B = xsimd::batch<float, A>;
+  using X = B;
+  static constexpr std::size_t kStep = B::size;
+  static constexpr bool kWholeBatches = false;  // the last columns may be a partial batch
+  // One vector: blocks of 8 rows, whose 8 independent FMA chains keep enough loads in flight, and
+  // the next rows' weights prefetched (simd_prefetch.hpp; batches always prefetch); two column
+  // batches per turn of the loop where registers allow (gemv_batches_per_turn).
+  static constexpr std::size_t kRowsAlone = 8;
+  static constexpr bool kPrefetchAlone = true;
+  static constexpr std::size_t kBatchesPerTurn = 2;
+  static X load_x(const float* x, std::size_t c) { return B::load_unaligned(x + c); }
+  static X load_x_tail(const float* x, std::size_t c, std::size_t count) {
+    return load_partial<A>(x + c, count, 0.0f);
+  }
+  static B madd(const B& w, const X& x, const B& acc) { return xsimd::fma(w, x, acc); }
+};
+
 // The weights as the GEMV reads them: load(r, c), the batch of row r from column c (a multiple of
-// the batch size), as floats; load_tail(r, c, count), its first count lanes and zeros; row(r),
-// where row r starts (the rows of a block of rows follow it contiguously). Row-major f32, as the
-// model file stores them and the matrix products read them.
+// Products::kStep), as Products::madd multiplies it by Products::load_x(x, c); load_tail(r, c,
+// count), its first count columns and zeros; row(r), where row r starts (the rows of a block of
+// rows follow it contiguously); span(), the columns the batches cover. Row-major f32, as the model
+// file stores them and the matrix products read them.
 template <class A>
 struct F32Rows {
   using Value = float;
+  using Products = FloatInputProducts<A>;
   using B = xsimd::batch<float, A>;
   const float* w;
   std::size_t cols;
+  std::size_t span() const { return cols; }
   const void* row(std::size_t r) const { return w + r * cols; }
   B load(std::size_t r, std::size_t c) const { return B::load_unaligned(w + r * cols + c); }
   B load_tail(std::size_t r, std::size_t c, std::size_t count) const {
@@ -52,12 +78,14 @@ struct F32Rows {
 template <class A>
 struct Bf16PackedRows {
   using Value = uint16_t;
+  using Products = FloatInputProducts<A>;
   using B = xsimd::batch<float, A>;
   using U = xsimd::batch<uint32_t, A>;
   static constexpr std::size_t kHalf = kBf16ChunkCols / 2;
   static_assert(U::size <= kHalf, "a batch is within one half of a chunk");
   const uint16_t* w;
   std::size_t cols;
+  std::size_t span() const { return cols; }
   const uint16_t* chunk(std::size_t r, std::size_t c) const {
     return w +
            ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
@@ -76,38 +104,46 @@ struct Bf16PackedRows {
 };
 
 // Column batches per turn of a block's loop (and per prefetch step) for V vectors: two halve the
-// loop's and the prefetch's overhead where registers allow (V <= 2: AVX2, SSE2); at 4 x 6
-// (AVX-512, NEON) GCC would interleave the two batches' loads and spill accumulators.
-constexpr std::size_t gemv_batches_per_turn(std::size_t vectors) { return vectors <= 2 ? 2 : 1; }
+// loop's and the prefetch's overhead where registers allow (V <= 2: AVX2, SSE2) and the products
+// ask for it (P::kBatchesPerTurn); at 4 x 6 (AVX-512, NEON) GCC would interleave the two batches'
+// loads and spill accumulators.
+template <class P>
+constexpr std::size_t gemv_batches_per_turn(std::size_t vectors) {
+  return vectors <= 2 ? P::kBatchesPerTurn : 1;
+}
 
 // Rows [r, r + R) for vectors [v, v + V): x of vector j at x + j * x_stride, its y likewise.
 // The micro-kernel: per column batch, the V vectors' x and then each row's weights are loaded
 // once into registers and serve R x V FMAs, one accumulator per (row, vector).
 template <class A, std::size_t R, std::size_t V, class Rows>
-[[gnu::always_inline]] inline void gemv_block(const Rows& w, std::size_t r, const float* x,
+[[gnu::always_inline]] inline void gemv_block(const Rows& w, std::size_t r,
+                                              const typename Rows::Products::Input* x,
                                               std::size_t x_stride, const float* bias, float* y,
                                               std::size_t y_stride, Prefetch<A> prefetch) {
   using B = xsimd::batch<float, A>;
-  constexpr std::size_t L = B::size;
+  using P = typename Rows::Products;
+  using X = typename P::X;
+  constexpr std::size_t L = P::kStep;
   static_assert(kBf16ChunkCols % L == 0, "a batch stays within a chunk of packed bf16");
-  const std::size_t cols = w.cols;
-  const std::size_t cols1 = cols - cols % L;
+  const std::size_t span = w.span();
+  const std::size_t cols1 = span - span % L;
   B acc[R][V];
   for (std::size_t i = 0; i < R; ++i) {
     for (std::size_t j = 0; j < V; ++j) acc[i][j] = B(0.0f);
   }
-  // One column batch: V loads of x, then each row's weights loaded once for V FMAs. The weight
-  // is pinned to a register: left to itself, GCC folds its load into every FMA (a load per FMA).
+  // One column batch: V loads of x, then each row's weights loaded once for V products. The
+  // weight is pinned to a register: left to itself, GCC folds its load into every FMA (a load per
+  // FMA).
   const auto step = [&](std::size_t c) [[gnu::always_inline]] {
-    B xv[V];
-    for (std::size_t j = 0; j < V; ++j) xv[j] = B::load_unaligned(x + j * x_stride + c);
+    X xv[V];
+    for (std::size_t j = 0; j < V; ++j) xv[j] = P::load_x(x + j * x_stride, c);
     for (std::size_t i = 0; i < R; ++i) {
-      B wv = w.load(r + i, c);
+      auto wv = w.load(r + i, c);
       keep_in_register(wv);
-      for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wv, xv[j], acc[i][j]);
+      for (std::size_t j = 0; j < V; ++j) acc[i][j] = P::madd(wv, xv[j], acc[i][j]);
     }
   };
-  constexpr std::size_t kTurn = gemv_batches_per_turn(V);
+  constexpr std::size_t kTurn = gemv_batches_per_turn<P>(V);
   std::size_t c = 0;
   for (; c + kTurn * L <= cols1; c += kTurn * L) {
     for (std::size_t u = 0; u < kTurn; ++u) step(c + u * L);
@@ -116,13 +152,15 @@ template <class A, std::size_t R, std::size_t V, class Rows>
   for (; c < cols1; c += L) step(c);
   // The tail as one more zero-padded batch: the same operations for either weight type, where a
   // scalar loop could be vectorized (products no longer fused) for one type and not the other.
-  if (c < cols) {
-    const std::size_t count = cols - c;
-    B xt[V];
-    for (std::size_t j = 0; j < V; ++j) xt[j] = load_partial<A>(x + j * x_stride + c, count, 0.0f);
-    for (std::size_t i = 0; i < R; ++i) {
-      const B wt = w.load_tail(r + i, c, count);
-      for (std::size_t j = 0; j < V; ++j) acc[i][j] = xsimd::fma(wt, xt[j], acc[i][j]);
+  if constexpr (!P::kWholeBatches) {
+    if (c < span) {
+      const std::size_t count = span - c;
+      X xt[V];
+      for (std::size_t j = 0; j < V; ++j) xt[j] = P::load_x_tail(x + j * x_stride, c, count);
+      for (std::size_t i = 0; i < R; ++i) {
+        const auto wt = w.load_tail(r + i, c, count);
+        for (std::size_t j = 0; j < V; ++j) acc[i][j] = P::madd(wt, xt[j], acc[i][j]);
+      }
     }
   }
   for (std::size_t i = 0; i < R; ++i) {
@@ -135,8 +173,9 @@ template <class A, std::size_t R, std::size_t V, class Rows>
 
 // The last n < V vectors of rows [r, r + R), in one block of n.
 template <class A, std::size_t R, std::size_t V, class Rows>
-inline void gemv_block_rest(std::size_t n, const Rows& w, std::size_t r, const float* x,
-                            std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
+inline void gemv_block_rest(std::size_t n, const Rows& w, std::size_t r,
+                            const typename Rows::Products::Input* x, std::size_t x_stride,
+                            const float* bias, float* y, std::size_t y_stride,
                             Prefetch<A> prefetch) {
   if constexpr (V > 1) {
     if (n == V - 1) {
@@ -153,14 +192,16 @@ inline void gemv_block_rest(std::size_t n, const Rows& w, std::size_t r, const f
 // (next, bytes: contiguous in either layout), so that the first pass over them need not wait for
 // memory.
 template <class A, std::size_t R, std::size_t V, class Rows>
-inline void gemv_row_block(const Rows& w, std::size_t r, std::size_t n_vectors, const float* x,
-                           std::size_t x_stride, const float* bias, float* y, std::size_t y_stride,
-                           const char* next, std::size_t next_bytes) {
+inline void gemv_row_block(const Rows& w, std::size_t r, std::size_t n_vectors,
+                           const typename Rows::Products::Input* x, std::size_t x_stride,
+                           const float* bias, float* y, std::size_t y_stride, const char* next,
+                           std::size_t next_bytes) {
   const std::size_t blocks = (n_vectors + V - 1) / V;
   std::size_t v = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
-    const std::size_t turns = w.cols / (gemv_batches_per_turn(n) * xsimd::batch<float, A>::size);
+    using P = typename Rows::Products;
+    const std::size_t turns = w.span() / (gemv_batches_per_turn<P>(n) * P::kStep);
     const auto prefetch = Prefetch<A>::part_of(next, next_bytes, b, blocks, turns);
     if (n == V) {
       gemv_block<A, R, V>(w, r, x + v * x_stride, x_stride, bias, y + v * y_stride, y_stride,
@@ -202,8 +243,8 @@ void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, floa
 // shape, so gemv_batch gives each vector the bits of gemv.
 template <class A, std::size_t R, class Rows>
 void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
-               std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
-               float* y, std::size_t y_stride) {
+               std::size_t n_vectors, const typename Rows::Products::Input* x, std::size_t x_stride,
+               const float* bias, float* y, std::size_t y_stride) {
   static_assert(R % kBf16GroupRows == 0, "a block is whole groups of packed bf16");
   constexpr std::size_t V = gemv_batch_vectors<A>();
   const Rows weights{w, cols};
@@ -211,7 +252,7 @@ void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w
       static_cast<const char*>(weights.row(R)) - reinterpret_cast<const char*>(w);
   std::size_t r = 0;
   for (; r + R <= rows; r += R) {
-    const bool more = r + 2 * R <= rows;
+    const bool more = (n_vectors > 1 || Rows::Products::kPrefetchAlone) && r + 2 * R <= rows;
     const char* next = more ? static_cast<const char*>(weights.row(r + R)) : nullptr;
     const float* b = bias ? bias + r : nullptr;
     if constexpr (std::is_same<Rows, Bf16PackedRows<A>>::value) {
@@ -237,16 +278,16 @@ void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w
 
 template <class A, class Rows>
 void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
-                std::size_t n_vectors, const float* x, std::size_t x_stride, const float* bias,
-                float* y, std::size_t y_stride) {
+                std::size_t n_vectors, const typename Rows::Products::Input* x,
+                std::size_t x_stride, const float* bias, float* y, std::size_t y_stride) {
   gemv_rows<A, kGemvRows, Rows>(rows, cols, w, n_vectors, x, x_stride, bias, y, y_stride);
 }
 
-// One vector: 8 rows, so that 8 independent FMA chains keep enough loads in flight.
+// One vector: blocks of Products::kRowsAlone rows.
 template <class A, class Rows>
-void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w, const float* x,
-          const float* bias, float* y) {
-  gemv_rows<A, 2 * kGemvRows, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
+void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
+          const typename Rows::Products::Input* x, const float* bias, float* y) {
+  gemv_rows<A, Rows::Products::kRowsAlone, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd

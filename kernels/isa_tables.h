@@ -6,6 +6,7 @@
 
 namespace aft::kernels {
 
+const KernelTable& avx512bf16_kernels();
 const KernelTable& avx512vnni_kernels();
 const KernelTable& avx512_kernels();
 const KernelTable& avx2_kernels();

@@ -12,7 +12,7 @@
 namespace aft::kernels {
 
 struct KernelTable {
-  const char* isa;  // "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"
+  const char* isa;  // "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"
 
   // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w row-major, row stride
   // cols.
@@ -120,6 +120,25 @@ struct KernelTable {
   // x[r * cols + c] = the bf16 value of packed weight (r, c), for r < rows, c < cols: exact.
   void (*widen_bf16_rows)(std::size_t rows, std::size_t cols, const uint16_t* w, float* x);
 
+  // ---- bf16 weights by bf16 activations: the matrix units' arithmetic (bf16_gemv.hpp) ----
+
+  // x[0, cols) rounded to bf16 (as f32_to_bf16: to nearest, ties to even) into
+  // xb[0, bf16_packed_cols(cols)), column c at bf16_pair_index(c) as in a packed row, zeros past
+  // cols. Bit-identical on every ISA.
+  void (*round_bf16_pairs)(std::size_t cols, const float* x, uint16_t* xb);
+  // y[r] = sum over c of w(r, c) xb(c) (+ bias[r]): packed bf16 weights by activations from
+  // round_bf16_pairs, each product exact in f32 and summed in f32, per 32-bit lane the pair's
+  // column j + 16 first, then column j, as AVX512-BF16's vdpbf16ps (which the avx512bf16 table
+  // runs; the others compute the same sums with FMAs). Matches the scalar reference within float
+  // rounding.
+  void (*gemv_bf16_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const uint16_t* xb,
+                         const float* bias, float* y);
+  // gemv_bf16_bf16 of n_vectors vectors (vector v at xb + v * x_stride), each result the bits
+  // gemv_bf16_bf16 of the same table gives.
+  void (*gemv_batch_bf16_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
+                               std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
+                               const float* bias, float* y, std::size_t y_stride);
+
   // ---- machine probes (aft-bench) ----
 
   // sum of x[0, n), in any order: the streaming-read probe (bandwidth limit of decode).
@@ -156,7 +175,8 @@ constexpr std::size_t kFmaProbeMaxChains = 256;
 // The reference implementation: plain loops, no intrinsics.
 const KernelTable& scalar_kernels();
 
-// The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "neon"), or null
+// The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "avx512bf16",
+// "neon"), or null
 // when the name is unknown, the ISA is not built for this target, or this CPU (and OS) cannot run
 // it.
 const KernelTable* kernels_for_isa(const char* isa);
@@ -172,8 +192,8 @@ struct KernelChoice {
 KernelChoice choose_kernels(const char* requested);
 
 // The choice for this CPU and the environment variable AFT_ISA ("scalar", "sse2", "avx2",
-// "avx512", "avx512vnni", "neon"), made once; forcing an ISA the CPU lacks falls back to the best
-// one it has, with a warning the engine logs.
+// "avx512", "avx512vnni", "avx512bf16", "neon"), made once; forcing an ISA the CPU lacks falls back
+// to the best one it has, with a warning the engine logs.
 const KernelChoice& active_kernel_choice();
 inline const KernelTable& active_kernels() { return *active_kernel_choice().table; }
 

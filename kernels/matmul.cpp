@@ -39,8 +39,6 @@ using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
 constexpr memory::data_type kBf16 = memory::data_type::bf16;
 
-// Up to this M the runtime-M primitive is used.
-constexpr std::size_t kRuntimeMaxRows = 8;
 constexpr std::size_t kMaxDim = 0x7fffffff;
 // Fixed-M primitives kept per Matmul (prefill lengths vary; older ones are evicted).
 constexpr std::size_t kCacheCapacity = 8;
@@ -116,7 +114,7 @@ struct Matmul::Impl {
   std::size_t blocks;  // threads the work is cut for
   dnnl::primitive_attr attr;
   BlockPrimitives runtime_m;
-  // bf16 weights (and f32 ones at MatmulPrecision::BF16): products of more than kRuntimeMaxRows
+  // bf16 weights (and f32 ones at MatmulPrecision::BF16): products of more than kMatmulRuntimeRows
   // rows run on the matrix units, every row block of them, from a copy of W in oneDNN's bf16
   // layout made at the first such product.
   bool units = false;
@@ -174,7 +172,7 @@ struct Matmul::Impl {
 
   // on_units: a row block of a product on the matrix units (every row count a fixed-M primitive).
   BlockPrimitives get(std::size_t m, bool on_units) {
-    if (m <= kRuntimeMaxRows && !on_units) return runtime_m;
+    if (m <= kMatmulRuntimeRows && !on_units) return runtime_m;
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(m);
     if (found != cache.end()) {
@@ -371,7 +369,7 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
                              " is beyond oneDNN's dimension limit (2^31 - 1)");
   }
   const std::string what = "run with M=" + std::to_string(m);
-  const bool on_units = impl.units && m > kRuntimeMaxRows;
+  const bool on_units = impl.units && m > kMatmulRuntimeRows;
   std::unique_lock<std::mutex> pack_lock(impl.packing, std::defer_lock);  // held while packing
   const std::size_t column_blocks = (impl.n + kMatmulBlockColumns - 1) / kMatmulBlockColumns;
   const std::size_t block_rows = matmul_block_rows(m, impl.n, impl.blocks);
@@ -471,8 +469,8 @@ std::string Matmul::implementation() const {
   try {
     const std::string small = impl_->runtime_m.full.pd.impl_info_str();
     const std::string large = impl_->get(kLargeM, impl_->units).full.pd.impl_info_str();
-    const std::string small_part = small + " (M <= " + std::to_string(kRuntimeMaxRows) + ")";
-    const std::string large_part = large + " (M > " + std::to_string(kRuntimeMaxRows) + ")";
+    const std::string small_part = small + " (M <= " + std::to_string(kMatmulRuntimeRows) + ")";
+    const std::string large_part = large + " (M > " + std::to_string(kMatmulRuntimeRows) + ")";
     // A reference implementation is listed first, so that a prefix check for "ref" sees it.
     const bool large_first = large.rfind("ref", 0) == 0 && small.rfind("ref", 0) != 0;
     return large_first ? large_part + ", " + small_part : small_part + ", " + large_part;
@@ -487,7 +485,7 @@ std::string matmul_description() {
   const dnnl_version_t* v = dnnl_version();
   const std::string bf16 = matrix_units().empty() ? "bf16 weights widened to f32"
                                                   : "bf16 weights on " + matrix_units() + " (M > " +
-                                                        std::to_string(kRuntimeMaxRows) + ")";
+                                                        std::to_string(kMatmulRuntimeRows) + ")";
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +

@@ -35,6 +35,10 @@ enum class PostOp { None, Relu, Gelu, ReluSquared };
 // changes nothing for bf16 weights (on the units wherever they exist).
 enum class MatmulPrecision { F32, BF16 };
 
+// Products of up to this many rows run one f32 primitive for any M (bf16 weights widened), never
+// on the matrix units: a fixed-M primitive per row count would be built for them.
+constexpr std::size_t kMatmulRuntimeRows = 8;
+
 // Output columns per unit of parallel work.
 constexpr std::size_t kMatmulBlockColumns = 128;
 // Row blocks of narrow products; wider products' row blocks are whole multiples of twice this.

@@ -59,13 +59,18 @@ void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float
 constexpr std::size_t bf16_packed_size(std::size_t rows, std::size_t cols) {
   return (rows + kBf16GroupRows - 1) / kBf16GroupRows * kBf16GroupRows * bf16_packed_cols(cols);
 }
-constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
+// Column c's place in a row of pairs: its chunk, then the pair of c % 32 (packed rows, and the
+// activations of KernelTable::round_bf16_pairs).
+constexpr std::size_t bf16_pair_index(std::size_t c) {
   const std::size_t j = c % kBf16ChunkCols;
+  return c - j + j % (kBf16ChunkCols / 2) * 2 + j / (kBf16ChunkCols / 2);
+}
+constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
   return ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
               kBf16GroupRows +
           r % kBf16GroupRows) *
              kBf16ChunkCols +
-         j % (kBf16ChunkCols / 2) * 2 + j / (kBf16ChunkCols / 2);
+         bf16_pair_index(c % kBf16ChunkCols);
 }
 
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).

@@ -91,6 +91,31 @@ void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, floa
   }
 }
 
+void round_bf16_pairs(std::size_t cols, const float* x, uint16_t* xb) {
+  for (std::size_t c = 0; c < bf16_packed_cols(cols); ++c) {
+    xb[bf16_pair_index(c)] = c < cols ? f32_to_bf16(x[c]) : 0;
+  }
+}
+
+void gemv_bf16_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, const uint16_t* xb,
+                    const float* bias, float* y) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sum = bias ? bias[r] : 0.0;
+    for (std::size_t c = 0; c < cols; ++c) {
+      sum += static_cast<double>(weight(w, r, c, cols)) * bf16_to_float(xb[bf16_pair_index(c)]);
+    }
+    y[r] = static_cast<float>(sum);
+  }
+}
+
+void gemv_batch_bf16_bf16(std::size_t rows, std::size_t cols, const uint16_t* w,
+                          std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
+                          const float* bias, float* y, std::size_t y_stride) {
+  for (std::size_t v = 0; v < n_vectors; ++v) {
+    gemv_bf16_bf16(rows, cols, w, xb + v * x_stride, bias, y + v * y_stride);
+  }
+}
+
 // Two passes (mean, then squared deviations): no cancellation for inputs with a large offset.
 void layer_norm_f32(std::size_t n, const float* x, const float* gamma, const float* beta, float eps,
                     float* y) {
@@ -280,6 +305,9 @@ constexpr KernelTable kScalar{
     gemv<uint16_t>,
     gemv_batch<uint16_t>,
     widen_bf16_rows,
+    round_bf16_pairs,
+    gemv_bf16_bf16,
+    gemv_batch_bf16_bf16,
     sum_f32,
     fma_probe_f32,
 };

@@ -2,6 +2,7 @@
 // that architecture's flags, and instantiate it there once.
 #pragma once
 
+#include "kernels/bf16_gemv.hpp"
 #include "kernels/f32_add.hpp"
 #include "kernels/f32_aft_accumulate.hpp"
 #include "kernels/f32_aft_output.hpp"
@@ -46,6 +47,9 @@ constexpr KernelTable make_table(const char* isa) {
       &gemv<A, Bf16PackedRows<A>>,
       &gemv_batch<A, Bf16PackedRows<A>>,
       &widen_bf16_rows<A>,
+      &round_bf16_pairs<A>,
+      &gemv<A, Bf16PairRows<A>>,
+      &gemv_batch<A, Bf16PairRows<A>>,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

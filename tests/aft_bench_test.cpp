@@ -128,24 +128,25 @@ TEST(AftBench, MeasuresTheLimitsAndRatios) {
   }
 }
 
-// A prompt is measured against the peak of the products it runs: bf16 weights (and f32 ones at
-// --matmul-precision bf16) against the matrix units' bf16 peak where the CPU has them, q8_0
-// against the int8 products' peak, f32 against the FMA peak; each peak measured where oneDNN has
-// a product for it that is not a reference loop, and reported as null elsewhere.
-TEST(AftBench, PromptsAreMeasuredAgainstThePeakOfTheirProducts) {
+// A prompt, and decoded tokens, are measured against the peak of the products they run: bf16
+// weights against the matrix units' bf16 peak where the CPU has them (f32 ones at
+// --matmul-precision bf16 in prompts only: they decode in f32), q8_0 against the int8 products'
+// peak, f32 against the FMA peak; each peak measured where oneDNN has a product for it that is
+// not a reference loop, and reported as null elsewhere.
+TEST(AftBench, PromptsAndTokensAreMeasuredAgainstThePeakOfTheirProducts) {
   const bool units = !kernels::matrix_units().empty();
   const struct {
-    std::string model, flags, limit;
+    std::string model, flags, limit, decode_limit;
   } cases[] = {
-      {"conv", "", "fma"},
-      {"conv", " --matmul-precision bf16", units ? "bf16_units" : "fma"},
-      {"conv_bf16", "", units ? "bf16_units" : "fma"},
-      {"conv_q8_0", "", "int8"},
+      {"conv", "", "fma", "fma"},
+      {"conv", " --matmul-precision bf16", units ? "bf16_units" : "fma", "fma"},
+      {"conv_bf16", "", units ? "bf16_units" : "fma", units ? "bf16_units" : "fma"},
+      {"conv_q8_0", "", "int8", "int8"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.model + c.flags);
     const Result r =
-        run(fixture(c.model) + " -r 1 -p 16 -n 0 -t 1 --bandwidth-mib 16 -o json" + c.flags);
+        run(fixture(c.model) + " -r 1 -p 16 -n 2 -t 1 --bandwidth-mib 16 -o json" + c.flags);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = parse_json(r);
     EXPECT_EQ(j["bf16_units"], kernels::matrix_units());
@@ -168,6 +169,15 @@ TEST(AftBench, PromptsAreMeasuredAgainstThePeakOfTheirProducts) {
                         : pp["limit"] == "bf16_units" ? l["bf16_units_gflops"].get<double>()
                                                       : l["int8_gops"].get<double>();
     EXPECT_DOUBLE_EQ(pp["fraction_of_limit"].get<double>(), pp["gflops"].get<double>() / peak);
+    const nlohmann::json& tg = j["results"][1];
+    const std::string decode_limit =
+        c.decode_limit == "int8" && int8.empty() ? "fma" : c.decode_limit;
+    EXPECT_EQ(tg["compute_limit"], decode_limit) << tg.dump();
+    const double decode_peak = decode_limit == "fma"          ? l["fma_gflops"].get<double>()
+                               : decode_limit == "bf16_units" ? l["bf16_units_gflops"].get<double>()
+                                                              : l["int8_gops"].get<double>();
+    EXPECT_DOUBLE_EQ(tg["fraction_of_compute_limit"].get<double>(),
+                     tg["gflops"].get<double>() / decode_peak);
   }
 }
 

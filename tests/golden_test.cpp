@@ -20,16 +20,15 @@
 #include <nlohmann/json.hpp>
 
 #include "aft.h"
-#include "logit_error.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr double kTolerance = 1e-4;
-// A bf16 model's prefill on matrix units (aft_matrix_units) against the reference with the same
-// products' inputs rounded to bf16: where the engine's float and PyTorch's differ in the last bit
-// next to a bf16 rounding boundary, the two round an input one bf16 step apart (2^-8 of it).
+// A bf16 model on matrix units (aft_matrix_units) against the reference with the same products'
+// inputs rounded to bf16: where the engine's float and PyTorch's differ in the last bit next to a
+// bf16 rounding boundary, the two round an input one bf16 step apart (2^-8 of it).
 constexpr double kUnitsTolerance = 3e-4;
 
 struct Fixture {
@@ -39,12 +38,7 @@ struct Fixture {
   std::size_t vocab = 0;
   // [tokens, vocab]; of q8_0 models the token reference (their products' inputs in 8-bit blocks)
   std::vector<float> logits;
-  std::vector<float> unit_logits;  // bf16 models: with the prompt products' inputs in bf16
-  // Whether a prefill's reference is unit_logits, and how far from its reference a prefill may be;
-  // how far runs mixing prefill and one-token evals may be from `logits`.
-  bool prefill_on_units = false;
-  double prefill_tolerance = kTolerance;
-  double mixed_tolerance = kTolerance;
+  std::vector<float> unit_logits;  // bf16 models: with the products' inputs in bf16
 };
 
 std::vector<float> read_logits(const fs::path& path, std::size_t count) {
@@ -113,13 +107,13 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(aft_model_get_info(model_, &info), AFT_OK);
     ASSERT_EQ(static_cast<std::size_t>(info.vocab_size), fixture_.vocab);
     const char* dtype = aft_model_metadata_get(model_, "metadata.dtype");
+    // On the units every product of a bf16 model, prompt or decode, takes its input in bf16.
     if (dtype != nullptr && std::string(dtype) == "bf16" && *aft_matrix_units() != '\0') {
       ASSERT_FALSE(fixture_.unit_logits.empty()) << fixture_.name << ": no unit_logits_file";
-      fixture_.prefill_on_units = true;
-      fixture_.prefill_tolerance = kUnitsTolerance;
-      fixture_.mixed_tolerance =
-          kTolerance + 2.0 * aft::testing::max_relative_error(fixture_.unit_logits, fixture_.logits,
-                                                              fixture_.vocab);
+      reference_ = fixture_.unit_logits;
+      tolerance_ = kUnitsTolerance;
+    } else {
+      reference_ = fixture_.logits;
     }
   }
   void TearDown() override { aft_model_free(model_); }
@@ -160,21 +154,21 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
   }
 
   Fixture fixture_;
+  std::vector<float> reference_;  // what every run is compared with, within tolerance_
+  double tolerance_ = kTolerance;
   aft_model* model_ = nullptr;
 };
 
 TEST_P(GoldenTest, PrefillMatchesReference) {
-  expect_matches_reference(run_chunked({1u << 20}),
-                           fixture_.prefill_on_units ? fixture_.unit_logits : fixture_.logits,
-                           fixture_.prefill_tolerance, "prefill");
+  expect_matches_reference(run_chunked({1u << 20}), reference_, tolerance_, "prefill");
 }
 
 TEST_P(GoldenTest, DecodeMatchesReference) {
-  expect_matches_reference(run_chunked({1}), fixture_.logits, kTolerance, "decode");
+  expect_matches_reference(run_chunked({1}), reference_, tolerance_, "decode");
 }
 
 TEST_P(GoldenTest, UnevenChunksMatchReference) {
-  expect_matches_reference(run_chunked({5, 1, 3, 11, 2}), fixture_.logits, fixture_.mixed_tolerance,
+  expect_matches_reference(run_chunked({5, 1, 3, 11, 2}), reference_, tolerance_,
                            "chunks of 5, 1, 3, 11, 2");
 }
 
@@ -189,12 +183,12 @@ TEST_P(GoldenTest, PrefillThenDecodeEqualsDecodeOnly) {
             AFT_OK);
   EXPECT_LE(relative_error(last.data(), decode_only.data() + (prompt - 1) * fixture_.vocab,
                            fixture_.vocab),
-            fixture_.mixed_tolerance);
+            tolerance_);
   for (std::size_t t = prompt; t < n; ++t) {
     ASSERT_EQ(aft_session_eval(session, &fixture_.tokens[t], 1, AFT_LOGITS_LAST, last.data()),
               AFT_OK);
     EXPECT_LE(relative_error(last.data(), decode_only.data() + t * fixture_.vocab, fixture_.vocab),
-              fixture_.mixed_tolerance)
+              tolerance_)
         << "position " << t;
   }
   aft_session_free(session);

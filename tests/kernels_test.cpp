@@ -51,7 +51,8 @@ void expect_close(double actual, double expected, double scale, double tol, cons
 // ---------------------------------------------------------------------------------------------
 // Dispatch.
 
-constexpr const char* kIsaNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
+constexpr const char* kIsaNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
+                                     "sse2",       "neon",       "scalar"};
 
 TEST(Dispatch, ScalarIsAlwaysAvailable) {
   EXPECT_EQ(kernels_for_isa("scalar"), &scalar_kernels());
@@ -96,6 +97,8 @@ TEST(Dispatch, X86TablesFollowCpuFeatures) {
   EXPECT_EQ(kernels_for_isa("avx512") != nullptr, avx512);
   EXPECT_EQ(kernels_for_isa("avx512vnni") != nullptr,
             avx512 && __builtin_cpu_supports("avx512vnni"));
+  EXPECT_EQ(kernels_for_isa("avx512bf16") != nullptr,
+            avx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16"));
 }
 #endif
 
@@ -774,7 +777,7 @@ TEST(FmaProbe, FusedAndUnfusedChainsDiffer) {  // so the exact comparisons below
 enum class Fusion { Fused, Unfused, Either };
 Fusion expected_fusion(const std::string& isa) {
   if (isa == "sse2") return Fusion::Unfused;
-  return isa == "avx512" || isa == "avx512vnni" ? Fusion::Either : Fusion::Fused;
+  return isa.rfind("avx512", 0) == 0 ? Fusion::Either : Fusion::Fused;
 }
 
 TEST_P(IsaTest, FmaProbeFollowsTheDefinition) {

@@ -1,4 +1,4 @@
-// The linear op (engine/runtime/ops/linear_op.cpp) on q8_0 weights: a prompt's rows go through the
+// The linear op (engine/runtime/ops/linear_op.cpp). On q8_0 weights: a prompt's rows go through the
 // integer GEMV kernels as a batch's, so every row of a prompt gets the bits it gets fed alone (a
 // decoded token), with bias, activation and residual, on any thread count. The shapes are wide
 // enough for 2 and 3 threads to split the rows, and the prompt longer than the rows that pass the
@@ -11,7 +11,9 @@
 
 #include "engine/runtime/ops/ops.h"
 #include "engine/runtime/scratch.h"
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "kernels/packed_weights.h"
 #include "random_vector.h"
 
@@ -64,6 +66,48 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
                                          << i % kOut << (skip ? ", with a residual" : "")
                                          << (post == kernels::PostOp::Gelu ? ", gelu" : "");
         }
+      }
+    }
+  }
+}
+
+// bf16 weights where the CPU has matrix units: a token's products take its row rounded to bf16
+// (the bf16 x bf16 GEMV's bits), and a prompt of up to kMatmulRuntimeRows rows goes through the
+// same kernel as a batch, each row with the bits it gets alone, on any thread count.
+TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
+  if (kernels::matrix_units().empty()) {
+    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
+  }
+  constexpr std::size_t kIn = 80, kOut = 300, kRows = kernels::kMatmulRuntimeRows;
+  const kernels::KernelTable& k = kernels::active_kernels();
+  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 5);
+  const std::vector<float> x = random_vector(kRows * kIn, -2.0f, 2.0f, 6);
+  const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 7);
+  std::vector<uint16_t> halves(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) halves[i] = kernels::f32_to_bf16(w[i]);
+  const kernels::PackedWeights packed = kernels::PackedWeights::bf16(kOut, kIn, halves.data());
+  const std::unique_ptr<Op> op =
+      make_linear_op(kIn, kOut, packed.matrix(), bias.data(), kernels::PostOp::None,
+                     kernels::MatmulPrecision::F32);
+  Scratch scratch;
+  std::vector<float> alone;
+  for (std::size_t r = 0; r < kRows; ++r) {
+    const std::vector<float> row = run(*op, x.data() + r * kIn, 1, kIn, kOut, nullptr, 1, scratch);
+    std::vector<uint16_t> rounded(kernels::bf16_packed_cols(kIn));
+    std::vector<float> want(kOut);
+    k.round_bf16_pairs(kIn, x.data() + r * kIn, rounded.data());
+    k.gemv_bf16_bf16(kOut, kIn, static_cast<const uint16_t*>(packed.matrix().data), rounded.data(),
+                     bias.data(), want.data());
+    ASSERT_EQ(row, want) << "row " << r << ": not the bf16 x bf16 product";
+    alone.insert(alone.end(), row.begin(), row.end());
+  }
+  for (std::size_t rows = 2; rows <= kRows; ++rows) {
+    for (int threads : {1, 2, 3}) {
+      const std::vector<float> prompt =
+          run(*op, x.data(), rows, kIn, kOut, nullptr, threads, scratch);
+      for (std::size_t i = 0; i < prompt.size(); ++i) {
+        ASSERT_EQ(prompt[i], alone[i]) << rows << " rows, " << threads << " threads, row "
+                                       << i / kOut << ", column " << i % kOut;
       }
     }
   }

@@ -29,7 +29,8 @@ constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels 
 constexpr std::size_t kBlock = kQ8BlockSize;
 
 // Every ISA name dispatch knows; those this CPU (or build) lacks are skipped.
-constexpr const char* kIsaNames[] = {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"};
+constexpr const char* kIsaNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
+                                     "sse2",       "neon",       "scalar"};
 
 float from_bits(uint32_t bits) {
   float value;
@@ -106,20 +107,25 @@ TEST(QuantizedDispatch, TablesAreComplete) {
     EXPECT_NE(t->gemv_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_batch_bf16, nullptr) << name;
     EXPECT_NE(t->widen_bf16_rows, nullptr) << name;
+    EXPECT_NE(t->round_bf16_pairs, nullptr) << name;
+    EXPECT_NE(t->gemv_bf16_bf16, nullptr) << name;
+    EXPECT_NE(t->gemv_batch_bf16_bf16, nullptr) << name;
   }
 }
 
 #if defined(__x86_64__)
-TEST(QuantizedDispatch, Avx512NeedsBytesAndVnniIsBestWhereThere) {
+TEST(QuantizedDispatch, Avx512NeedsBytesAndVnniAndBf16AreBestWhereThere) {
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2") &&
                       __builtin_cpu_supports("fma");
   const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+  const bool bf16 = vnni && __builtin_cpu_supports("avx512bf16");
   EXPECT_EQ(kernels_for_isa("avx512") != nullptr, avx512);
   EXPECT_EQ(kernels_for_isa("avx512vnni") != nullptr, vnni);
+  EXPECT_EQ(kernels_for_isa("avx512bf16") != nullptr, bf16);
   if (vnni) {
-    EXPECT_STREQ(choose_kernels(nullptr).table->isa, "avx512vnni");
+    EXPECT_STREQ(choose_kernels(nullptr).table->isa, bf16 ? "avx512bf16" : "avx512vnni");
   }
 }
 #endif
@@ -558,6 +564,120 @@ TEST_P(QuantizedIsaTest, GemvBf16BatchHasTheBitsOfGemv) {
           }
         }
         for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+      }
+    }
+  }
+}
+
+// Activations rounded to bf16 in pairs: f32_to_bf16 of each column at its pair's place, zeros
+// up to the chunk's end, the same bits on every table; NaN, infinities, ties and values that
+// round to infinity included.
+TEST_P(QuantizedIsaTest, RoundBf16PairsIsF32ToBf16InPairs) {
+  for (std::size_t cols : kBf16Cols) {
+    auto x = random_vector(cols, -4.0f, 4.0f, 60);
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              -std::numeric_limits<float>::infinity(),
+                              from_bits(0x3f808000u),  // a tie, rounds to even (down)
+                              from_bits(0x3f818000u),  // a tie, rounds to even (up)
+                              std::numeric_limits<float>::max(),
+                              -0.0f,
+                              1e-40f};
+    for (std::size_t i = 0; i < std::size(specials) && 3 * i < cols; ++i) x[3 * i] = specials[i];
+    const std::size_t packed = bf16_packed_cols(cols);
+    std::vector<uint16_t> got(packed + 8, 0xabcd), want(packed);
+    k().round_bf16_pairs(cols, x.data(), got.data());
+    ref().round_bf16_pairs(cols, x.data(), want.data());
+    for (std::size_t c = 0; c < packed; ++c) {
+      const uint16_t expected = c < cols ? f32_to_bf16(x[c]) : 0;
+      ASSERT_EQ(want[bf16_pair_index(c)], expected) << cols << " columns, column " << c;
+      ASSERT_EQ(got[bf16_pair_index(c)], expected) << cols << " columns, column " << c;
+    }
+    for (std::size_t i = packed; i < got.size(); ++i) ASSERT_EQ(got[i], 0xabcd) << "wrote past";
+  }
+}
+
+std::vector<uint16_t> rounded_pairs(const KernelTable& k, const std::vector<float>& x,
+                                    std::size_t cols, std::size_t vectors) {
+  std::vector<uint16_t> xb(vectors * bf16_packed_cols(cols));
+  for (std::size_t v = 0; v < vectors; ++v) {
+    k.round_bf16_pairs(cols, &x[v * cols], &xb[v * bf16_packed_cols(cols)]);
+  }
+  return xb;
+}
+
+TEST_P(QuantizedIsaTest, GemvBf16Bf16MatchesReference) {
+  for (std::size_t rows : kRows) {
+    for (std::size_t cols : kBf16Cols) {
+      const auto w = random_bf16(rows * cols, 61);
+      const auto p = pack(rows, cols, w);
+      const auto x = random_vector(cols, -1.0f, 1.0f, 62);
+      const auto xb = rounded_pairs(ref(), x, cols, 1);
+      const auto bias = random_vector(rows, -1.0f, 1.0f, 63);
+      std::vector<float> y(rows + 16, kGuard), want(rows);
+      k().gemv_bf16_bf16(rows, cols, p.data(), xb.data(), bias.data(), y.data());
+      ref().gemv_bf16_bf16(rows, cols, p.data(), xb.data(), bias.data(), want.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        double magnitude = std::fabs(bias[r]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          magnitude += std::fabs(from_bits(uint32_t{w[r * cols + c]} << 16) *
+                                 from_bits(uint32_t{f32_to_bf16(x[c])} << 16));
+        }
+        // Exact products summed in float chains: below 1e-6 of the magnitudes, as the f32 GEMV.
+        EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * magnitude)
+            << rows << "x" << cols << " row " << r;
+      }
+      for (std::size_t i = rows; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, GemvBf16Bf16BatchHasTheBitsOfGemv) {
+  for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
+    for (std::size_t cols : kBf16Cols) {
+      for (std::size_t vectors : {1, 2, 3, 5, 7, 16}) {
+        const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 5;
+        const auto w = pack(rows, cols, random_bf16(rows * cols, 64));
+        const auto xb =
+            rounded_pairs(ref(), random_vector(vectors * cols, -1.0f, 1.0f, 65), cols, vectors);
+        const auto bias = random_vector(rows, -1.0f, 1.0f, 66);
+        std::vector<float> y(vectors * y_stride + 16, kGuard);
+        k().gemv_batch_bf16_bf16(rows, cols, w.data(), vectors, xb.data(), x_stride, bias.data(),
+                                 y.data(), y_stride);
+        for (std::size_t v = 0; v < vectors; ++v) {
+          std::vector<float> alone(rows);
+          k().gemv_bf16_bf16(rows, cols, w.data(), &xb[v * x_stride], bias.data(), alone.data());
+          for (std::size_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
+                << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r;
+          }
+        }
+        for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+      }
+    }
+  }
+}
+
+// vdpbf16ps (the avx512bf16 table) computes what the other tables emulate with FMAs: the avx512
+// table runs the same blocks and horizontal sums, so on values whose products and sums stay
+// normal floats (vdpbf16ps flushes subnormals) the two give the same bits.
+TEST(QuantizedDispatch, VdpbfHasTheBitsOfItsEmulation) {
+  const KernelTable* bf16 = kernels_for_isa("avx512bf16");
+  const KernelTable* avx512 = kernels_for_isa("avx512");
+  if (bf16 == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16";
+  ASSERT_NE(avx512, nullptr);
+  for (std::size_t cols : {32, 40, 512, 2048}) {
+    for (std::size_t vectors : {1, 6, 16}) {
+      const std::size_t rows = 37;
+      const auto w = pack(rows, cols, random_bf16(rows * cols, 67));
+      const auto xb =
+          rounded_pairs(*bf16, random_vector(vectors * cols, -8.0f, 8.0f, 68), cols, vectors);
+      std::vector<float> got(vectors * rows), want(vectors * rows);
+      bf16->gemv_batch_bf16_bf16(rows, cols, w.data(), vectors, xb.data(), bf16_packed_cols(cols),
+                                 nullptr, got.data(), rows);
+      avx512->gemv_batch_bf16_bf16(rows, cols, w.data(), vectors, xb.data(), bf16_packed_cols(cols),
+                                   nullptr, want.data(), rows);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(to_bits(got[i]), to_bits(want[i])) << cols << " columns, value " << i;
       }
     }
   }

@@ -71,7 +71,7 @@ phase_done "configure and build"
 # the one tested are made here. When the CPU cannot run the forced path, tests/forced_paths.cpp
 # skips in gtest's global set-up: then no test runs, yet gtest reports them all as PASSED and exits
 # 0. kernels_test skips each table this CPU lacks: only the x86 ones may be missing, and the tests of
-# x86 matrix units (`*OnMatrixUnits*`).
+# x86 matrix units (`*OnMatrixUnits*`, AVX512-BF16's `*Vdpbf*`).
 failures=()
 total=0
 run_test() {
@@ -90,7 +90,7 @@ run_test() {
     failures+=("$test, AFT_ISA=$isa: $ran of ${passed:-0} passed tests ran (skipped in set-up?)")
   fi
   if grep -E '^\[  SKIPPED \] [^ ]+ \(' "$log" |
-    grep -Evq '/(avx512vnni|avx512|avx2|sse2) \(|OnMatrixUnits'; then
+    grep -Evq '/(avx512bf16|avx512vnni|avx512|avx2|sse2) \(|OnMatrixUnits|Vdpbf'; then
     failures+=("$test, AFT_ISA=$isa: tests skipped")
   fi
   if [[ "$test" == *kernels_test ]] &&

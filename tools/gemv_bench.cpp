@@ -1,9 +1,10 @@
-// aft-gemv-bench: the speed of the GEMV micro-kernels (kernels/f32_gemv.hpp, kernels/q8_0.hpp) on
-// one thread, per ISA this CPU runs: one vector (decode) and batches of vectors (sequences
-// decoding together), over weights that stay in cache (what the micro-kernel itself does, in
-// GFLOP/s: 2 per weight and vector) and over weights read from memory (GB/s of weights).
-// docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols [isa]] (default 512 512,
-// every ISA)
+// aft-gemv-bench: the speed of the GEMV micro-kernels (kernels/f32_gemv.hpp, kernels/bf16_gemv.hpp,
+// kernels/q8_0.hpp) on one thread, per ISA this CPU runs, by weight type (bf16x: bf16 weights by
+// activations rounded to bf16, the matrix units' arithmetic): one vector (decode) and batches of
+// vectors (sequences decoding together), over weights that stay in cache (what the micro-kernel
+// itself does, in GFLOP/s: 2 per weight and vector) and over weights read from memory (GB/s of
+// weights). docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols [isa]] (default
+// 512 512, every ISA)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -49,6 +50,7 @@ struct Problem {
   std::vector<float> x, y;
   std::vector<int8_t> xq;
   std::vector<float> xd;
+  std::vector<uint16_t> xb;
 
   Problem(const KernelTable& k, std::size_t rows_, std::size_t cols_, std::size_t copies_,
           std::size_t n_vectors)
@@ -77,6 +79,10 @@ struct Problem {
     xq.resize(x.size());
     xd.resize(x.size() / aft::kernels::kQ8BlockSize);
     k.quantize_q8_0(x.size(), x.data(), xq.data(), xd.data());
+    xb.resize(n_vectors * aft::kernels::bf16_packed_cols(cols));
+    for (std::size_t v = 0; v < n_vectors; ++v) {
+      k.round_bf16_pairs(cols, &x[v * cols], &xb[v * aft::kernels::bf16_packed_cols(cols)]);
+    }
   }
 };
 
@@ -90,6 +96,14 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
         k.gemv_f32(rows, cols, w, p.x.data(), nullptr, p.y.data());
       } else {
         k.gemv_batch_f32(rows, cols, w, n, p.x.data(), cols, nullptr, p.y.data(), rows);
+      }
+    } else if (std::strcmp(type, "bf16x") == 0) {
+      const auto* w = static_cast<const uint16_t*>(p.bf16[m].matrix().data);
+      if (n == 1) {
+        k.gemv_bf16_bf16(rows, cols, w, p.xb.data(), nullptr, p.y.data());
+      } else {
+        k.gemv_batch_bf16_bf16(rows, cols, w, n, p.xb.data(), aft::kernels::bf16_packed_cols(cols),
+                               nullptr, p.y.data(), rows);
       }
     } else if (type[0] == 'b') {
       const auto* w = static_cast<const uint16_t*>(p.bf16[m].matrix().data);
@@ -134,12 +148,12 @@ int main(int argc, char** argv) {
   std::printf("\n|---|---|---|");
   for (std::size_t i = 0; i < sizeof kVectors / sizeof kVectors[0]; ++i) std::printf("---:|");
   std::printf("\n");
-  for (const char* isa : {"avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
+  for (const char* isa : {"avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
     const KernelTable* k = aft::kernels::kernels_for_isa(isa);
     if (!k || (only && std::strcmp(only, isa) != 0)) continue;
     Problem cached(*k, rows, cols, 1, max_vectors);
     Problem streamed(*k, rows, cols, copies, max_vectors);
-    for (const char* type : {"f32", "bf16", "q8_0"}) {
+    for (const char* type : {"f32", "bf16", "bf16x", "q8_0"}) {
       const double bytes_per_weight = type[0] == 'f' ? 4.0 : type[0] == 'b' ? 2.0 : 34.0 / 32.0;
       for (Problem* p : {&cached, &streamed}) {
         std::printf("| %s | %s | %s |", isa, type,

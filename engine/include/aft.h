@@ -58,9 +58,9 @@ const char* aft_status_string(aft_status status);
  * call. */
 const char* aft_last_error(void);
 
-/* Which SIMD instruction set the kernels use on this machine ("avx512vnni", "avx512", "avx2",
- * "sse2", "neon", "scalar"). Set the environment variable AFT_ISA to one of these to force a
- * path. */
+/* Which SIMD instruction set the kernels use on this machine ("avx512bf16", "avx512vnni",
+ * "avx512", "avx2", "sse2", "neon", "scalar"). Set the environment variable AFT_ISA to one of
+ * these to force a path. */
 const char* aft_kernel_isa(void);
 
 /* What computes the matrix products of a prompt: the library, its version, how the work is split
@@ -69,8 +69,9 @@ const char* aft_matmul_implementation(void);
 
 /* The matrix units that the prompt's products of bf16 weights run on: oneDNN's implementation
  * ("brg:avx512_core_amx_bf16" on AMX, "brg:avx512_core_bf16" with AVX512-BF16), with the
- * activations rounded to bf16; "" where the CPU has neither, or with the environment variable
- * AFT_MATRIX_UNITS=off (the weights are then widened to f32 and multiplied in f32). */
+ * activations rounded to bf16, as they are then for decode and batches too (vdpbf16ps); "" where
+ * the CPU has neither, or with the environment variable AFT_MATRIX_UNITS=off (the weights are
+ * then widened to f32 and multiplied in f32). */
 const char* aft_matrix_units(void);
 
 typedef enum aft_log_level {

@@ -23,13 +23,13 @@ SHIPPED_MODEL = REPO_DIR / "models" / "shipped" / "brown-local-tiny.aft"
 FIXTURE_NAMES = sorted(path.stem for path in FIXTURES_DIR.glob("*.aft"))
 
 
-def fixture(name: str, prompt: bool = False) -> tuple[Path, list[int], np.ndarray]:
-    """A fixture's model path, its tokens and the PyTorch reference's logits [T, V]: for a q8_0
-    model the one that rounds the products' inputs to 8-bit blocks as the engine does. prompt: the
-    reference of the tokens fed as one prompt on this machine, which for a bf16 model on matrix
-    units (aft.matrix_units()) rounds the products' inputs to bf16 too (tests/golden_test.cpp)."""
+def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
+    """A fixture's model path, its tokens and the PyTorch reference's logits [T, V] on this
+    machine: for a q8_0 model the one that rounds the products' inputs to 8-bit blocks as the
+    engine does; for a bf16 model on matrix units (aft.matrix_units()) the one that rounds them to
+    bf16, as every product there does, prompt or decode (tests/golden_test.cpp)."""
     expected = json.loads((FIXTURES_DIR / f"{name}.expected.json").read_text())
-    on_units = prompt and "unit_logits_file" in expected and aft.matrix_units() != ""
+    on_units = "unit_logits_file" in expected and aft.matrix_units() != ""
     file = ("unit_logits_file" if on_units
             else "token_logits_file" if "token_logits_file" in expected else "logits_file")
     logits = np.fromfile(FIXTURES_DIR / expected[file], dtype="<f4")

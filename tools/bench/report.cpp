@@ -27,20 +27,21 @@ const MeasuredLimits* limits_for(const Report& r, int threads) {
   return nullptr;
 }
 
-// The peak a prompt's products run against: the matrix units' where bf16 weights (or f32 ones at
-// --matmul-precision bf16) run there, the int8 products' for q8_0 weights (integer dot products),
-// else the FMA peak. 0 where not measured.
-struct PrefillLimit {
+// The peak the products of a prompt (prefill) or of decoded tokens run against: the matrix units'
+// where bf16 weights run there (prompts and decode; f32 weights at --matmul-precision bf16 in
+// prompts only), the int8 products' for q8_0 weights (integer dot products), else the FMA peak.
+// 0 where not measured.
+struct ProductLimit {
   double value = 0.0;
   const char* name = "FMA peak";
   const char* key = "fma";
 };
 
-PrefillLimit prefill_limit(const Report& r, const MeasuredLimits* l) {
+ProductLimit product_limit(const Report& r, const MeasuredLimits* l, bool prefill) {
   if (l == nullptr) return {};
-  const bool on_units =
-      !r.bf16_units.empty() &&
-      (r.weight_dtype == "bf16" || (r.weight_dtype == "f32" && r.matmul_precision == "bf16"));
+  const bool on_units = !r.bf16_units.empty() &&
+                        (r.weight_dtype == "bf16" ||
+                         (prefill && r.weight_dtype == "f32" && r.matmul_precision == "bf16"));
   if (on_units && l->bf16_units() > 0.0) {
     return {l->bf16_units(), "bf16 matrix-unit peak", "bf16_units"};
   }
@@ -49,18 +50,18 @@ PrefillLimit prefill_limit(const Report& r, const MeasuredLimits* l) {
 }
 
 // What a test achieved (GFLOP/s for prefill, GB/s of weights for decode) and its limits (0: not
-// measured): prefill_limit for prefill; memory bandwidth and the read bandwidth at the weights'
+// measured): product_limit for prefill; memory bandwidth and the read bandwidth at the weights'
 // size for decode.
 struct Achieved {
   double value = 0.0;
   const char* unit = "";
   double limit = 0.0;
   double weights_limit = 0.0;
-  // Decode of a small model is bound by compute once its weights stay in cache: its FLOP rate
-  // against the FMA peak.
+  // Decode of a small model, and a batch's, is bound by compute once its weights stay in cache:
+  // its FLOP rate against the FMA peak and against the peak of its products.
   double gflops = 0.0;
   double fma_limit = 0.0;
-  PrefillLimit prefill;  // prefill: which peak `limit` is
+  ProductLimit product;  // the peak of the products (prefill: `limit` itself)
 };
 
 Achieved achieved(const Report& r, const TestResult& t) {
@@ -68,7 +69,7 @@ Achieved achieved(const Report& r, const TestResult& t) {
   const MeasuredLimits* l = limits_for(r, t.threads);
   if (t.kind == TestKind::Prefill) {
     const double prompts_per_second = tps / static_cast<double>(t.n_prompt);
-    const PrefillLimit limit = prefill_limit(r, l);
+    const ProductLimit limit = product_limit(r, l, true);
     const double gflops = prefill_flops(r, t.n_prompt) * prompts_per_second / 1e9;
     return {gflops, "GFLOP/s", limit.value, 0.0, gflops, l ? l->fma() : 0.0, limit};
   }
@@ -79,7 +80,7 @@ Achieved achieved(const Report& r, const TestResult& t) {
           l ? l->read_weights() : 0.0,
           flops_per_token(r) * tps / 1e9,
           l ? l->fma() : 0.0,
-          PrefillLimit{}};
+          product_limit(r, l, false)};
 }
 
 std::string percent(double value, double limit) {
@@ -88,9 +89,10 @@ std::string percent(double value, double limit) {
 
 std::string ratio_text(const Achieved& a, bool prefill) {
   if (a.limit <= 0.0) return "-";
-  if (prefill) return percent(a.value, a.limit) + " of " + a.prefill.name;
+  if (prefill) return percent(a.value, a.limit) + " of " + a.product.name;
   return percent(a.value, a.limit) + " of memory read, " + percent(a.value, a.weights_limit) +
-         " of read at weights' size, " + percent(a.gflops, a.fma_limit) + " of FMA peak";
+         " of read at weights' size, " + percent(a.gflops, a.product.value) + " of " +
+         a.product.name;
 }
 
 // Tokens/s of t over the same test at 1 thread (or with a batch of 1); 0 when that was not run.
@@ -324,7 +326,7 @@ void write_json(const Report& r, std::FILE* out) {
     if (t.kind == TestKind::Prefill) {
       row["gflops"] = a.value;
       row["fraction_of_fma_peak"] = a.fma_limit > 0.0 ? Json(a.value / a.fma_limit) : Json(nullptr);
-      row["limit"] = a.limit > 0.0 ? Json(a.prefill.key) : Json(nullptr);
+      row["limit"] = a.limit > 0.0 ? Json(a.product.key) : Json(nullptr);
       row["fraction_of_limit"] = a.limit > 0.0 ? Json(a.value / a.limit) : Json(nullptr);
     } else {
       row["weight_gbps"] = a.value;
@@ -334,6 +336,9 @@ void write_json(const Report& r, std::FILE* out) {
       row["gflops"] = a.gflops;
       row["fraction_of_fma_peak"] =
           a.fma_limit > 0.0 ? Json(a.gflops / a.fma_limit) : Json(nullptr);
+      row["compute_limit"] = a.product.value > 0.0 ? Json(a.product.key) : Json(nullptr);
+      row["fraction_of_compute_limit"] =
+          a.product.value > 0.0 ? Json(a.gflops / a.product.value) : Json(nullptr);
     }
     j["results"].push_back(row);
   }

@@ -29,6 +29,16 @@ struct QuantizedInput {
 };
 struct SharedQuantizedInput : QuantizedInput {};
 
+// A thread's copy of the rows of a call rounded to bf16 in pairs (KernelTable::round_bf16_pairs),
+// for bf16 weights on a CPU with matrix units.
+struct RoundedInput {
+  std::vector<uint16_t> values;
+
+  void reserve(std::size_t count) {
+    if (values.size() < count) values.resize(count);
+  }
+};
+
 class LinearOp final : public Op {
  public:
   LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w, const float* bias,
@@ -38,6 +48,7 @@ class LinearOp final : public Op {
         w_(w),
         bias_(bias),
         post_(post),
+        rounds_to_bf16_(w.type == kernels::WeightType::BF16 && !kernels::matrix_units().empty()),
         matmul_(w.type == kernels::WeightType::Q8_0
                     ? std::nullopt
                     : std::make_optional<kernels::Matmul>(in_width, out_width, w, bias, post,
@@ -66,7 +77,10 @@ class LinearOp final : public Op {
                       });
       return;
     }
-    if (out.rows != 1 && ctx.one_sequence()) {
+    // A prompt of a few rows with bf16 weights on the units: the batch GEMV, with the bits of
+    // each row decoded alone (the Matmul would widen W to f32 for them).
+    const bool few_rows = rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows;
+    if (out.rows != 1 && ctx.one_sequence() && !few_rows) {
       matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
@@ -113,6 +127,22 @@ class LinearOp final : public Op {
       }
       case kernels::WeightType::BF16: {
         const uint16_t* w = w_.bf16_rows(begin, in_width_);
+        if (rounds_to_bf16_) {
+          // Each thread rounds the rows itself, as q8_0 quantizes one token's: a few rows.
+          const std::size_t stride = kernels::bf16_packed_cols(in_width_);
+          RoundedInput& rounded = ctx.scratch.local<RoundedInput>();
+          rounded.reserve(out.rows * stride);
+          uint16_t* xb = rounded.values.data();
+          for (std::size_t r = 0; r < out.rows; ++r) {
+            k.round_bf16_pairs(in_width_, in.row(r), xb + r * stride);
+          }
+          if (out.rows == 1) {
+            k.gemv_bf16_bf16(n, in_width_, w, xb, bias, y);
+          } else {
+            k.gemv_batch_bf16_bf16(n, in_width_, w, out.rows, xb, stride, bias, y, out_width_);
+          }
+          break;
+        }
         if (out.rows == 1) {
           k.gemv_bf16(n, in_width_, w, in.data, bias, y);
         } else {
@@ -159,6 +189,10 @@ class LinearOp final : public Op {
   kernels::WeightMatrix w_;
   const float* bias_;
   kernels::PostOp post_;
+  // bf16 weights where prompts run on the matrix units (kernels::matrix_units()): every product
+  // takes its input rounded to bf16, decode and batches too (KernelTable::gemv_bf16_bf16), so
+  // that a token's logits do not depend on whether it came in a prompt.
+  bool rounds_to_bf16_;
   std::optional<kernels::Matmul> matmul_;  // f32 and bf16 weights' prompts
 };
 

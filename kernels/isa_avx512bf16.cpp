@@ -1,0 +1,28 @@
+// The avx512bf16 kernel table: the avx512vnni table with the bf16 x bf16 GEMVs on vdpbf16ps.
+// Those are instantiated for xsimd::avx512dq, an architecture no other table uses, so that this
+// file's -mavx512bf16 code cannot be merged into another table's (see README.md); the other
+// entries are the avx512vnni table's own, copied at run time.
+// Compiled with -mavx512f -mavx512dq -mavx512bw -mavx512vnni -mavx512bf16 -mfma (see
+// CMakeLists.txt).
+#include "kernels/bf16_gemv.hpp"
+#include "kernels/isa_tables.h"
+
+#if !XSIMD_WITH_AVX512DQ || !defined(__AVX512BF16__)
+#error "isa_avx512bf16.cpp must be compiled with -mavx512dq -mavx512bf16"
+#endif
+
+namespace aft::kernels {
+
+const KernelTable& avx512bf16_kernels() {
+  static const KernelTable kTable = [] {
+    KernelTable table = avx512vnni_kernels();
+    table.isa = "avx512bf16";
+    table.gemv_bf16_bf16 = &simd::gemv<xsimd::avx512dq, simd::Bf16PairRows<xsimd::avx512dq>>;
+    table.gemv_batch_bf16_bf16 =
+        &simd::gemv_batch<xsimd::avx512dq, simd::Bf16PairRows<xsimd::avx512dq>>;
+    return table;
+  }();
+  return kTable;
+}
+
+}  // namespace aft::kernels
