@@ -464,11 +464,15 @@ std::size_t matmul_block_rows(std::size_t m, std::size_t n, std::size_t blocks) 
 }
 
 std::string Matmul::implementation() const {
-  // A representative prefill M for the fixed-M path; cheap once cached.
+  // A representative prefill M for the fixed-M path, made for this query (left out of the cache:
+  // before the first product on the units its layouts are not planned yet). On the units the
+  // layouts are read as run() reads them: under the packing lock until the copy is complete.
   constexpr std::size_t kLargeM = 64;
+  std::unique_lock<std::mutex> pack_lock(impl_->packing, std::defer_lock);
+  if (impl_->units && !impl_->packed.load(std::memory_order_acquire)) pack_lock.lock();
   try {
     const std::string small = impl_->runtime_m.full.pd.impl_info_str();
-    const std::string large = impl_->get(kLargeM, impl_->units).full.pd.impl_info_str();
+    const std::string large = impl_->create_blocks(kLargeM).full.pd.impl_info_str();
     const std::string small_part = small + " (M <= " + std::to_string(kMatmulRuntimeRows) + ")";
     const std::string large_part = large + " (M > " + std::to_string(kMatmulRuntimeRows) + ")";
     // A reference implementation is listed first, so that a prefix check for "ref" sees it.

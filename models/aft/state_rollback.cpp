@@ -38,6 +38,8 @@ void StateRollback::save_layer(MixerState& state, Layer& saved, int64_t position
   saved.rows.clear();
   saved.scaled_saved.assign(Blocks::blocks_of(state.m.size()), 0);
   saved.scaled_blocks.resize(saved.scaled_saved.size());
+  saved.lanes_saved.assign(saved.scaled_saved.size(), 0);
+  saved.scaled_lanes.resize(saved.scaled_saved.size());
 
   const std::size_t rows = state.rows_for(position + static_cast<int64_t>(n));
   saved.rows_in_use = std::min<std::size_t>(rows, static_cast<std::size_t>(position) + n);
@@ -78,8 +80,38 @@ void StateRollback::save_scaled(std::size_t layer, std::size_t block) {
   if (saved.grown || saved.scaled_saved[block]) return;
   const Blocks& scaled = state_->layers[layer].scaled_keys;
   const float* from = scaled.row(0, block);
-  saved.scaled_blocks[block].assign(from, from + saved.rows_in_use * Blocks::kBlock);
+  AlignedFloats& copy = saved.scaled_blocks[block];
+  copy.assign(from, from + saved.rows_in_use * Blocks::kBlock);
+  // Channels saved earlier in the call have changed since: their saved columns are the originals.
+  const float* columns = saved.scaled_lanes[block].data();
+  for (std::size_t row = 0; row < saved.rows_in_use; ++row) {
+    for (uint64_t rest = saved.lanes_saved[block]; rest != 0; rest &= rest - 1) {
+      const auto lane = static_cast<std::size_t>(__builtin_ctzll(rest));
+      copy[row * Blocks::kBlock + lane] = columns[lane * saved.rows_in_use + row];
+    }
+  }
   saved.scaled_saved[block] = 1;
+}
+
+void StateRollback::save_scaled_lanes(std::size_t layer, std::size_t block, uint64_t lanes) {
+  Layer& saved = layers_[layer];
+  if (saved.grown || saved.scaled_saved[block]) return;
+  const uint64_t fresh = lanes & ~saved.lanes_saved[block];
+  if (fresh == 0) return;
+  AlignedFloats& columns = saved.scaled_lanes[block];
+  if (columns.size() < Blocks::kBlock * saved.rows_in_use) {
+    columns.resize(Blocks::kBlock * saved.rows_in_use);
+  }
+  // Row by row: each row's lines are read once for all its lanes.
+  const Blocks& scaled = state_->layers[layer].scaled_keys;
+  for (std::size_t row = 0; row < saved.rows_in_use; ++row) {
+    const float* from = scaled.row(row, block);
+    for (uint64_t rest = fresh; rest != 0; rest &= rest - 1) {
+      const auto lane = static_cast<std::size_t>(__builtin_ctzll(rest));
+      columns[lane * saved.rows_in_use + row] = from[lane];
+    }
+  }
+  saved.lanes_saved[block] |= fresh;
 }
 
 void StateRollback::restore() noexcept {
@@ -104,11 +136,21 @@ void StateRollback::restore_layer(MixerState& state, Layer& saved) noexcept {
     std::swap(state.scaled_keys, saved.scaled_keys);
     return;
   }
-  // Whole blocks first: a row the call wrote before raising the frame is older in the rows.
+  // Scaled keys first: a row the call wrote before raising the frame is older in the rows.
   for (std::size_t block = 0; block < saved.scaled_saved.size(); ++block) {
-    if (!saved.scaled_saved[block]) continue;
-    const AlignedFloats& from = saved.scaled_blocks[block];
-    std::copy(from.begin(), from.end(), state.scaled_keys.row(0, block));
+    if (saved.scaled_saved[block]) {
+      const AlignedFloats& from = saved.scaled_blocks[block];
+      std::copy(from.begin(), from.end(), state.scaled_keys.row(0, block));
+      continue;
+    }
+    const float* columns = saved.scaled_lanes[block].data();
+    for (std::size_t row = 0; row < saved.rows_in_use; ++row) {
+      float* to = state.scaled_keys.row(row, block);
+      for (uint64_t rest = saved.lanes_saved[block]; rest != 0; rest &= rest - 1) {
+        const auto lane = static_cast<std::size_t>(__builtin_ctzll(rest));
+        to[lane] = columns[lane * saved.rows_in_use + row];
+      }
+    }
   }
   const std::size_t blocks = state.keys.blocks();
   const float* from = saved.row_values.data();

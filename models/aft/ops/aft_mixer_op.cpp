@@ -370,7 +370,8 @@ class AftMixerOp final : public Op {
         k.aft_window_reframe_f32(n, w.entries, w.keys.data(), w.scaled.data(), v.frame);
         reframe = false;
       } else {
-        if (raises_frame(n, key_slot, v.frame)) save_scaled(v, block);
+        const uint64_t raised = raised_lanes(n, key_slot, v.frame);
+        if (raised != 0 && v.rollback) v.rollback->save_scaled_lanes(layer_, block, raised);
         k.aft_window_push_f32(n, w.entries - 1, w.scaled.data(), v.frame, w.keys[w.entries - 1],
                               w.scaled[w.entries - 1]);
       }
@@ -408,12 +409,14 @@ class AftMixerOp final : public Op {
     if (v.rollback) v.rollback->save_scaled(layer_, block);
   }
 
-  // Whether pushing key k rescales the window: a lane above the frame r (or NaN).
-  static bool raises_frame(std::size_t n, const float* k, const float* r) {
+  // The lanes whose window pushing key k rescales: above the frame r (or NaN).
+  static uint64_t raised_lanes(std::size_t n, const float* k, const float* r) {
+    static_assert(Blocks::kBlock <= 64, "a block's lanes are the bits of a uint64_t");
+    uint64_t lanes = 0;
     for (std::size_t c = 0; c < n; ++c) {
-      if (!(k[c] <= r[c])) return true;
+      if (!(k[c] <= r[c])) lanes |= uint64_t{1} << c;
     }
-    return false;
+    return lanes;
   }
 
   // Points w at the ring rows of the window of query position t.
