@@ -146,8 +146,9 @@ template <class A, std::size_t G>
 
 // Passes of kGroups groups, then group by group, each pass for every vector while its weights
 // stay in cache (kVectors vectors at once where the architecture takes several); meanwhile each
-// vector asks for a share of the next pass's weights. A row's result does not depend on the rows or
-// vectors computed with it, so each vector of a batch gets the bits of gemv_q8_0.
+// vector asks for a share of the next pass's weights (one vector alone: where kPrefetchAlone). A
+// row's result does not depend on the rows or vectors computed with it, so each vector of a batch
+// gets the bits of gemv_q8_0.
 template <class A>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
@@ -161,9 +162,11 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   constexpr std::size_t V = Q8GroupDot<A>::kVectors;
   const std::size_t together = V > 1 ? n_vectors / V : 0;
   const std::size_t calls = together + (n_vectors - together * V);
+  const bool prefetch = n_vectors > 1 || Q8GroupDot<A>::kPrefetchAlone;
   const auto shares = [&](std::size_t r, std::size_t part, std::size_t parts,
                           std::size_t pass_rows) {
-    const std::size_t next_rows = std::min(kPassRows, rows - std::min(rows, r + pass_rows));
+    const std::size_t next_rows =
+        prefetch ? std::min(kPassRows, rows - std::min(rows, r + pass_rows)) : 0;
     return std::make_pair(
         Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, part, parts, blocks),
         Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
