@@ -10,7 +10,11 @@
 
 namespace aft::kernels::simd {
 
-template <class A>
+// Where the prefetched lines go. To L2 only, they take no L1 fill buffer from the loads of the
+// work at hand and evict none of its lines (a batch's f32 vectors alone may fill L1).
+enum class PrefetchTo { kL1, kL2 };
+
+template <class A, PrefetchTo kTo = PrefetchTo::kL1>
 struct Prefetch {
   static constexpr std::size_t kLine = 64;
   const char* next = nullptr;
@@ -36,7 +40,7 @@ struct Prefetch {
 
   void step() {
     for (std::size_t i = 0; i < per_step && lines > 0; ++i, --lines, next += kLine) {
-      __builtin_prefetch(next);
+      __builtin_prefetch(next, 0, kTo == PrefetchTo::kL1 ? 3 : 2);
     }
   }
 };
