@@ -157,6 +157,23 @@ Call eval_call(std::vector<int32_t> tokens, aft_logits_mode mode, std::size_t vo
   };
 }
 
+// One token for each session, 11 apart, in one aft_batch_decode.
+Call batch_call(std::size_t vocab) {
+  return [vocab](Sessions& sessions, std::vector<float>& logits) {
+    std::vector<aft_session*> all;
+    std::vector<int32_t> tokens;
+    for (SessionHandle& s : sessions) {
+      all.push_back(s.get());
+      tokens.push_back(static_cast<int32_t>(11 * all.size() % 256));
+    }
+    logits.resize(all.size() * vocab);
+    return counted([&] {
+      return aft_batch_decode(all.data(), tokens.data(), all.size(), AFT_LOGITS_LAST,
+                              logits.data());
+    });
+  };
+}
+
 struct Case {
   const char* mixer;
   int threads;
@@ -207,17 +224,7 @@ TEST_P(RollbackTest, AFailedTokenChangesNothing) {
 }
 
 TEST_P(RollbackTest, AFailedBatchDecodeChangesNoSession) {
-  const Call batch = [this](Sessions& sessions, std::vector<float>& logits) {
-    std::vector<aft_session*> all;
-    for (SessionHandle& s : sessions) all.push_back(s.get());
-    const std::vector<int32_t> tokens = {11, 22, 33};
-    logits.resize(all.size() * vocab_);
-    return counted([&] {
-      return aft_batch_decode(all.data(), tokens.data(), all.size(), AFT_LOGITS_LAST,
-                              logits.data());
-    });
-  };
-  EXPECT_GT(expect_failures_change_nothing(at(20, 3), batch), 0);
+  EXPECT_GT(expect_failures_change_nothing(at(20, 3), batch_call(vocab_)), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -251,6 +258,28 @@ TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
                   make, eval_call(token_sequence(1, 256, 9), AFT_LOGITS_LAST, vocab)),
               0);
   }
+}
+
+// A batch of sessions whose rollbacks save their states on both threads (enough sessions and
+// channels for Session::decode_batch to split them): a failure on either thread restores every
+// session that saved, and only those.
+TEST(RollbackBatchOnThreads, AFailedBatchDecodeChangesNoSession) {
+  TempFile file("rollback_batch");
+  nlohmann::json config = tiny_config("local");
+  config["d_model"] = 256;
+  config["d_ff"] = 1024;
+  config["n_layers"] = 6;
+  write_random_model(file.path(), config);
+  ModelHandle model = load_model(file.path());
+  const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
+  Sessions prefix;
+  for (int i = 0; i < 12; ++i) {
+    prefix.push_back(new_session(model.get(), 2));
+    eval(prefix.back().get(), model.get(), token_sequence(10 + i, 256, 4 + i), AFT_LOGITS_NONE);
+  }
+  EXPECT_GT(expect_failures_change_nothing(restoring(model.get(), 2, state_bytes(prefix)),
+                                           batch_call(vocab)),
+            0);
 }
 
 }  // namespace

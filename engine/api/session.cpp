@@ -9,6 +9,7 @@
 #include "engine/format/error.h"
 #include "engine/runtime/compute_threads.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/parallel.h"
 #include "engine/runtime/runtime_kernels.h"
 #include "models/aft/session_state_blob.h"
 
@@ -201,12 +202,22 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
   const ComputeThreads threads(lead.n_threads_);
   const std::size_t vocab = static_cast<std::size_t>(lead.model_.config().vocab_size);
   std::vector<Sequence> sequences(n);
-  std::size_t begun = 0;
+  std::vector<char> begun(n, 0);  // char, not bool: the threads set their own sessions' flags
   try {
     lead.scratch_.begin_call(threads.count());
-    for (; begun < n; ++begun) {
-      sessions[begun]->rollback_.begin(*states[begun], 1);
-      sequences[begun] = Sequence{states[begun], &sessions[begun]->rollback_};
+    // The sessions' rollbacks save their states, each its own: split among the threads (copies
+    // of about 16 words a channel and layer, which left the other threads waiting).
+    const auto& config = lead.model_.config();
+    parallel_ranges(n, 1, threads.count(),
+                    static_cast<std::size_t>(16 * config.n_layers * config.d_model),
+                    [&](std::size_t first, std::size_t end) {
+                      for (std::size_t i = first; i < end; ++i) {
+                        sessions[i]->rollback_.begin(*states[i], 1);
+                        begun[i] = 1;
+                      }
+                    });
+    for (std::size_t i = 0; i < n; ++i) {
+      sequences[i] = Sequence{states[i], &sessions[i]->rollback_};
     }
     for (std::size_t done = 0; done < n;) {
       const std::size_t rows = std::min(kMaxChunkRows, n - done);
@@ -228,7 +239,9 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
       done += rows;
     }
   } catch (...) {
-    for (std::size_t i = 0; i < begun; ++i) sessions[i]->rollback_.restore();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (begun[i]) sessions[i]->rollback_.restore();
+    }
     rethrow_unchanged("no session changed");
   }
   for (std::size_t i = 0; i < n; ++i) sessions[i]->rollback_.commit();
