@@ -102,6 +102,14 @@ json tiny_config(const std::string& name) {
               {"embed_norm", rwkv4}};
 }
 
+json wide_config(const std::string& name) {
+  json config = tiny_config(name);
+  config["d_model"] = 256;
+  config["d_ff"] = 1024;
+  config["n_layers"] = 6;
+  return config;
+}
+
 json byte_tokenizer() { return json{{"type", "byte"}}; }
 
 json char_tokenizer(const std::vector<std::string>& vocab) {

@@ -243,11 +243,7 @@ TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
   for (const char* mixer : {"local", "full"}) {
     SCOPED_TRACE(mixer);
     TempFile file("rollback_wide");
-    nlohmann::json config = tiny_config(mixer);
-    config["d_model"] = 256;
-    config["d_ff"] = 1024;
-    config["n_layers"] = 6;  // 4.7 M matmul weights
-    write_random_model(file.path(), config);
+    write_random_model(file.path(), wide_config(mixer));
     ModelHandle model = load_model(file.path());
     const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
     Sessions prefix;
@@ -265,11 +261,7 @@ TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
 // session that saved, and only those.
 TEST(RollbackBatchOnThreads, AFailedBatchDecodeChangesNoSession) {
   TempFile file("rollback_batch");
-  nlohmann::json config = tiny_config("local");
-  config["d_model"] = 256;
-  config["d_ff"] = 1024;
-  config["n_layers"] = 6;
-  write_random_model(file.path(), config);
+  write_random_model(file.path(), wide_config("local"));
   ModelHandle model = load_model(file.path());
   const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
   Sessions prefix;

@@ -129,11 +129,8 @@ TEST_P(StressTest, ConcurrentMixedScriptsGetTheBitsOfOneThread) {
 // finish saw the other advance, and each got the tokens' logits it gets alone.
 TEST(SharedCoresTest, TwoEnginesOnOneCoreBothProgress) {
   TempFile file("shared");
-  nlohmann::json config = tiny_config("local");
   // Past Session::kOneRegionMinParameters: a decoded token is one team run with a barrier per op.
-  config["d_model"] = 256;
-  config["d_ff"] = 1024;
-  config["n_layers"] = 6;
+  nlohmann::json config = wide_config("local");
   config["max_seq_len"] = 128;
   write_random_model(file.path(), config);
   constexpr std::size_t kPrompt = 48, kTokens = 60;
