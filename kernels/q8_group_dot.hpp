@@ -1,7 +1,8 @@
 // The int8 dot products of a packed q8_0 group (kernels/packed_weights.h: 16 rows, per block of 32
 // columns 8 steps of 4 columns, each step the 16 rows' 4 quants side by side) with one block of
 // activation quants, one specialisation per architecture: xsimd 8.1 has no int8 products.
-//   kGroups                       groups per pass of the GEMV (each prepared block serves them all)
+//   kGroups                       groups per pass of a batch's GEMV (each prepared block serves
+//                                 them all; one or two vectors take one group per pass)
 //   kVectors                      vectors a batch takes at once (dot_vectors; 1: one at a time)
 //   kPrefetchAlone                whether the GEMV of one vector prefetches the next pass's
 //                                 weights (batches always do)
@@ -161,9 +162,9 @@ struct Q8GroupDot<xsimd::avx512bw> {
   static constexpr std::size_t kGroups = 4;
   // Measured on a Zen 4: one weight register (load and xor) for 4 vectors' vpdpbusd.
   static constexpr std::size_t kVectors = 4;
-  // Measured on a Zen 4, one sequence of the 430M shape: 35 tokens/s with the prefetch, 45
-  // without (a pass is 4 groups: its loads and the next pass's prefetches together were too many
-  // lines in flight); the AVX2 and AVX-512BW tables gain 5% from it on the same machine.
+  // Measured on a Zen 4: one sequence of the 430M shape decoded 35 tokens/s with the prefetch, 45
+  // without, in passes of 4 groups; enwik8 324-366 against 439-478 in passes of one group (too
+  // many lines in flight either way). The AVX2 and AVX-512BW tables gain up to 5% from it there.
   static constexpr bool kPrefetchAlone = false;
   struct X {
     __m512i step[8];
