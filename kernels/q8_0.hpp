@@ -3,11 +3,12 @@
 // a batch's tokens, or a prompt's).
 //
 // A batch's GEMV takes Q8GroupDot<A>::kGroups groups of 16 rows per pass, so that each block of
-// activation quants is prepared once for all of them; one or two vectors take a group per pass. Per block, the exact integer sums of the 16
-// rows land in the lanes of int32 batches, one lane per row; a float batch per 16 rows then takes
-// fma(float(sums), wd * xd, acc), block after block, and holds the rows' results at the end: the
-// order of the scalar loop, the same for every pass shape, so gemv_batch_q8_0 (panels of rows that
-// stay in L1 while every vector passes) gives each vector the bits of gemv_q8_0. Single-threaded.
+// activation quants is prepared once for all of them; one or two vectors take a group per pass. Per
+// block, the exact integer sums of the 16 rows land in the lanes of int32 batches, one lane per
+// row; a float batch per 16 rows then takes fma(float(sums), wd * xd, acc), block after block, and
+// holds the rows' results at the end: the order of the scalar loop, the same for every pass shape,
+// so gemv_batch_q8_0 (panels of rows that stay in L1 while every vector passes) gives each vector
+// the bits of gemv_q8_0. Single-threaded.
 #pragma once
 
 #include <algorithm>
