@@ -12,10 +12,13 @@
 namespace aft {
 
 // Work below this many units (about one multiply-add each) per thread costs less than waking a
-// thread: small ops run on fewer threads. A parallel region costs ~2.8 us on 2 cores of the
-// machines measured (aft-bench's "parallel region", OpenMP's then); at 2^15 the tiny AFT-full
-// model's decode split its mixer and ran at 0.69x on 2 threads, at 2^17 1.0x.
-constexpr std::size_t kMinWorkPerThread = 1 << 17;
+// thread: small ops run on fewer threads. A run of the thread team costs ~0.2 us on 2 cores
+// (aft-bench's "parallel region"; OpenMP's cost 2.8, when this was 2^17). Measured on a Zen 4 at
+// 2 threads (docs/benchmarks.md): 2^14 took a batch of 16 q8_0 sequences from 0.28-0.31 to
+// 0.26 ms a token (their activations' quantization, norms and mixer no longer on one thread) and
+// the tiny AFT-full decode from 0.129 to 0.118; single-sequence decode and prompts of enwik8 the
+// same within noise.
+constexpr std::size_t kMinWorkPerThread = 1 << 14;
 
 // A split of [0, n): parts ranges of per items (the last one shorter).
 struct Ranges {
