@@ -20,6 +20,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/q8_group_dot.hpp"
+#include "kernels/q8_quantize_lanes.hpp"
 #include "kernels/simd_prefetch.hpp"
 
 namespace aft::kernels::simd {
@@ -40,23 +41,18 @@ void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
     for (std::size_t i = L; i < kQ8BlockSize; i += L) {
       top = xsimd::max(top, xsimd::abs(B::load_unaligned(xb + i)));
     }
-    alignas(A::alignment()) float lanes[L];
-    top.store_aligned(lanes);
-    float amax = 0.0f;
-    for (float v : lanes) amax = amax < v ? v : amax;
+    const float amax = Q8QuantizeLanes<A>::max_lane(top);
     const float scale = amax / 127.0f;
     d[b] = scale;
     if (scale == 0.0f) {
       for (std::size_t i = 0; i < kQ8BlockSize; ++i) qb[i] = 0;
       continue;
     }
-    alignas(A::alignment()) int32_t quants[kQ8BlockSize];
     for (std::size_t i = 0; i < kQ8BlockSize; i += L) {
       const B v = B::load_unaligned(xb + i) / B(scale);
       const I rounded = xsimd::nearbyint_as_int(xsimd::min(xsimd::max(v, B(-127.0f)), B(127.0f)));
-      rounded.store_aligned(quants + i);
+      Q8QuantizeLanes<A>::store_int8(rounded, qb + i);
     }
-    for (std::size_t i = 0; i < kQ8BlockSize; ++i) qb[i] = static_cast<int8_t>(quants[i]);
   }
 }
 
