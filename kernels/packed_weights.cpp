@@ -1,21 +1,14 @@
 #include "kernels/packed_weights.h"
 
 #include <algorithm>
-#include <new>
+#include <stdexcept>
 
 namespace aft::kernels {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
 
-template <class T>
-T* allocate_aligned(std::size_t count) {
-  const std::size_t bytes = std::max<std::size_t>(
-      kAlignment, (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment);
-  void* p = std::aligned_alloc(kAlignment, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return static_cast<T*>(p);
-}
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
@@ -39,24 +32,41 @@ void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* 
   }
 }
 
-PackedWeights PackedWeights::q8_0(std::size_t rows, std::size_t cols, const int8_t* wq,
-                                  const float* wd) {
-  PackedWeights packed;
-  auto* quants = allocate_aligned<int8_t>(q8_0_packed_rows(rows) * cols);
-  packed.values_.reset(quants);
-  packed.scales_.reset(allocate_aligned<float>(q8_0_packed_rows(rows) * cols / kQ8BlockSize));
-  pack_q8_0(rows, cols, wq, wd, quants, packed.scales_.get());
-  packed.matrix_ = {WeightType::Q8_0, quants, packed.scales_.get()};
-  return packed;
+PackedWeights::PackedWeights(std::size_t bytes) : memory_(bytes) {}
+
+std::size_t PackedWeights::q8_0_bytes(std::size_t rows, std::size_t cols) {
+  const std::size_t values = q8_0_packed_rows(rows) * cols;
+  return round_up(values, kAlignment) + round_up(values / kQ8BlockSize * sizeof(float), kAlignment);
 }
 
-PackedWeights PackedWeights::bf16(std::size_t rows, std::size_t cols, const uint16_t* w) {
-  PackedWeights packed;
-  auto* values = allocate_aligned<uint16_t>(bf16_packed_size(rows, cols));
-  packed.values_.reset(values);
+std::size_t PackedWeights::bf16_bytes(std::size_t rows, std::size_t cols) {
+  return round_up(bf16_packed_size(rows, cols) * sizeof(uint16_t), kAlignment);
+}
+
+template <class T>
+T* PackedWeights::take(std::size_t count) {
+  const std::size_t bytes = round_up(count * sizeof(T), kAlignment);
+  if (bytes > memory_.size() - used_) {
+    throw std::length_error("packed weights: more than the room reserved");
+  }
+  T* p = reinterpret_cast<T*>(memory_.data() + used_);
+  used_ += bytes;
+  return p;
+}
+
+WeightMatrix PackedWeights::add_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq,
+                                     const float* wd) {
+  const std::size_t values = q8_0_packed_rows(rows) * cols;
+  auto* quants = take<int8_t>(values);
+  auto* scales = take<float>(values / kQ8BlockSize);
+  pack_q8_0(rows, cols, wq, wd, quants, scales);
+  return {WeightType::Q8_0, quants, scales};
+}
+
+WeightMatrix PackedWeights::add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w) {
+  auto* values = take<uint16_t>(bf16_packed_size(rows, cols));
   pack_bf16(rows, cols, w, values);
-  packed.matrix_ = {WeightType::BF16, values, nullptr};
-  return packed;
+  return {WeightType::BF16, values, nullptr};
 }
 
 }  // namespace aft::kernels

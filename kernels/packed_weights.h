@@ -26,9 +26,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 
+#include "kernels/huge_page_buffer.h"
 #include "kernels/kernels.h"
 #include "kernels/weight_matrix.h"
 
@@ -76,20 +75,26 @@ constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).
 void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p);
 
-// A packed copy of one weight matrix, 64-byte aligned, owned.
+// A model's bf16 and q8_0 weight matrices in the GEMVs' layouts, in one allocation sized before
+// the first, on 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is
+// 64-byte aligned.
 class PackedWeights {
  public:
-  static PackedWeights q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd);
-  static PackedWeights bf16(std::size_t rows, std::size_t cols, const uint16_t* w);
-  const WeightMatrix& matrix() const { return matrix_; }
+  PackedWeights() = default;
+  // Room for `bytes` in all: the sum of the q8_0_bytes and bf16_bytes of what is added.
+  explicit PackedWeights(std::size_t bytes);
+  static std::size_t q8_0_bytes(std::size_t rows, std::size_t cols);
+  static std::size_t bf16_bytes(std::size_t rows, std::size_t cols);
+  // Each packs into the room left (std::length_error if it does not fit: a wrong size above).
+  WeightMatrix add_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd);
+  WeightMatrix add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w);
 
  private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> values_;
-  std::unique_ptr<float[], Free> scales_;
-  WeightMatrix matrix_;
+  template <class T>
+  T* take(std::size_t count);
+
+  HugePageBuffer memory_;
+  std::size_t used_ = 0;
 };
 
 }  // namespace aft::kernels

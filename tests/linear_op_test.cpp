@@ -45,11 +45,11 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
   std::vector<int8_t> quants(w.size());
   std::vector<float> scales(w.size() / kernels::kQ8BlockSize);
   kernels::active_kernels().quantize_q8_0(w.size(), w.data(), quants.data(), scales.data());
-  const kernels::PackedWeights packed =
-      kernels::PackedWeights::q8_0(kOut, kIn, quants.data(), scales.data());
+  kernels::PackedWeights room(kernels::PackedWeights::q8_0_bytes(kOut, kIn));
+  const kernels::WeightMatrix packed = room.add_q8_0(kOut, kIn, quants.data(), scales.data());
   for (kernels::PostOp post : {kernels::PostOp::None, kernels::PostOp::Gelu}) {
-    const std::unique_ptr<Op> op = make_linear_op(kIn, kOut, packed.matrix(), bias.data(), post,
-                                                  kernels::MatmulPrecision::F32);
+    const std::unique_ptr<Op> op =
+        make_linear_op(kIn, kOut, packed, bias.data(), post, kernels::MatmulPrecision::F32);
     Scratch scratch;
     for (const float* skip : {static_cast<const float*>(nullptr), residual.data()}) {
       std::vector<float> alone;
@@ -85,10 +85,10 @@ TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
   const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 7);
   std::vector<uint16_t> halves(w.size());
   for (std::size_t i = 0; i < w.size(); ++i) halves[i] = kernels::f32_to_bf16(w[i]);
-  const kernels::PackedWeights packed = kernels::PackedWeights::bf16(kOut, kIn, halves.data());
-  const std::unique_ptr<Op> op =
-      make_linear_op(kIn, kOut, packed.matrix(), bias.data(), kernels::PostOp::None,
-                     kernels::MatmulPrecision::F32);
+  kernels::PackedWeights room(kernels::PackedWeights::bf16_bytes(kOut, kIn));
+  const kernels::WeightMatrix packed = room.add_bf16(kOut, kIn, halves.data());
+  const std::unique_ptr<Op> op = make_linear_op(
+      kIn, kOut, packed, bias.data(), kernels::PostOp::None, kernels::MatmulPrecision::F32);
   Scratch scratch;
   std::vector<float> alone;
   for (std::size_t r = 0; r < kRows; ++r) {
@@ -96,7 +96,7 @@ TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
     std::vector<uint16_t> rounded(kernels::bf16_packed_cols(kIn));
     std::vector<float> want(kOut);
     k.round_bf16_pairs(kIn, x.data() + r * kIn, rounded.data());
-    k.gemv_bf16_bf16(kOut, kIn, static_cast<const uint16_t*>(packed.matrix().data), rounded.data(),
+    k.gemv_bf16_bf16(kOut, kIn, static_cast<const uint16_t*>(packed.data), rounded.data(),
                      bias.data(), want.data());
     ASSERT_EQ(row, want) << "row " << r << ": not the bf16 x bf16 product";
     alone.insert(alone.end(), row.begin(), row.end());

@@ -259,9 +259,10 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
       bf16[i] = f32_to_bf16(p.w[i]);
       bf16_values[i] = bf16_to_float(bf16[i]);
     }
-    const PackedWeights packed = PackedWeights::bf16(s.n, s.k, bf16.data());
+    PackedWeights room(PackedWeights::bf16_bytes(s.n, s.k));
+    const WeightMatrix packed = room.add_bf16(s.n, s.k, bf16.data());
     const Matmul plain(p.k, p.n, bf16_values.data(), p.bias.data(), PostOp::Gelu, 16);
-    const Matmul widened(p.k, p.n, packed.matrix(), p.bias.data(), PostOp::Gelu, 16);
+    const Matmul widened(p.k, p.n, packed, p.bias.data(), PostOp::Gelu, 16);
     std::vector<float> want(p.m * p.n), got(p.m * p.n);
     plain.run(p.m, p.x.data(), want.data(), 1);
     for (int threads : {1, 2, 3}) {
@@ -292,9 +293,10 @@ TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
     }
     Problem rounded = p;
     for (float& v : rounded.x) v = bf16_to_float(f32_to_bf16(v));
-    const PackedWeights packed = PackedWeights::bf16(s.n, s.k, bf16.data());
+    PackedWeights room(PackedWeights::bf16_bytes(s.n, s.k));
+    const WeightMatrix packed = room.add_bf16(s.n, s.k, bf16.data());
     for (PostOp post : {PostOp::None, PostOp::Gelu}) {
-      const Matmul mm(p.k, p.n, packed.matrix(), p.bias.data(), post, 16);
+      const Matmul mm(p.k, p.n, packed, p.bias.data(), post, 16);
       const std::string where = "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
                                 " N=" + std::to_string(s.n) + ", " + name(post);
       std::vector<float> one(p.m * p.n);
@@ -302,14 +304,14 @@ TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
       expect_matches(rounded, p.m, true, post, one, where);
       for (int threads : {2, 3, 16}) {
         std::vector<float> many(p.m * p.n);
-        const Matmul fresh(p.k, p.n, packed.matrix(), p.bias.data(), post, 16);
+        const Matmul fresh(p.k, p.n, packed, p.bias.data(), post, 16);
         (threads == 3 ? fresh : mm).run(p.m, p.x.data(), many.data(), threads);
         for (std::size_t i = 0; i < one.size(); ++i) {
           ASSERT_EQ(one[i], many[i]) << where << ", " << threads << " threads, element " << i;
         }
       }
       // Sessions sharing a model call its first product at once: one makes the copy of W.
-      const Matmul shared(p.k, p.n, packed.matrix(), p.bias.data(), post, 16);
+      const Matmul shared(p.k, p.n, packed, p.bias.data(), post, 16);
       std::vector<std::vector<float>> outputs(4, std::vector<float>(p.m * p.n));
       std::vector<std::thread> callers;
       for (std::vector<float>& out : outputs) {
@@ -330,9 +332,10 @@ TEST(Matmul, F32WeightsAtBf16PrecisionAreTheirBf16Rounding) {
     const Problem p(s.m, s.k, s.n);
     std::vector<uint16_t> bf16(p.w.size());
     for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = f32_to_bf16(p.w[i]);
-    const PackedWeights packed = PackedWeights::bf16(s.n, s.k, bf16.data());
+    PackedWeights room(PackedWeights::bf16_bytes(s.n, s.k));
+    const WeightMatrix packed = room.add_bf16(s.n, s.k, bf16.data());
     const Matmul exact(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16);
-    const Matmul stored_bf16(p.k, p.n, packed.matrix(), p.bias.data(), PostOp::Gelu, 16);
+    const Matmul stored_bf16(p.k, p.n, packed, p.bias.data(), PostOp::Gelu, 16);
     const Matmul at_bf16(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16,
                          MatmulPrecision::BF16);
     const bool on_units = !matrix_units().empty() && s.m > 8;

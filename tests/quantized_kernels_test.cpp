@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -248,6 +249,32 @@ TEST(QuantizedPacking, PackPlacesEveryWeightAndScale) {
       ASSERT_EQ(p.d[q8_0_packed_scale(r, b, cols)], r < rows ? w.d[r * blocks + b] : 0.0f);
     }
   }
+}
+
+// A model's copies share one allocation sized up front: each lands 64-byte aligned with the
+// values of its packing, and one more than the room reserved is refused, not written past it.
+TEST(QuantizedPacking, PackedWeightsFillTheRoomReservedAndNoMore) {
+  const std::size_t rows = 21, cols = 64;
+  Q8 w{std::vector<int8_t>(rows * cols), std::vector<float>(rows * cols / kBlock)};
+  for (std::size_t i = 0; i < w.q.size(); ++i) w.q[i] = static_cast<int8_t>(i % 251 - 125);
+  for (std::size_t i = 0; i < w.d.size(); ++i) w.d[i] = static_cast<float>(i + 1);
+  std::vector<uint16_t> halves(5 * 40);
+  for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 977);
+  PackedWeights room(PackedWeights::q8_0_bytes(rows, cols) + PackedWeights::bf16_bytes(5, 40));
+  const WeightMatrix q8 = room.add_q8_0(rows, cols, w.q.data(), w.d.data());
+  const WeightMatrix bf16 = room.add_bf16(5, 40, halves.data());
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  EXPECT_TRUE(aligned(q8.data) && aligned(q8.scales) && aligned(bf16.data));
+
+  const Q8 want = pack(rows, cols, w);
+  const auto* quants = static_cast<const int8_t*>(q8.data);
+  EXPECT_TRUE(std::equal(want.q.begin(), want.q.end(), quants));
+  EXPECT_TRUE(std::equal(want.d.begin(), want.d.end(), q8.scales));
+  std::vector<uint16_t> packed_bf16(bf16_packed_size(5, 40));
+  pack_bf16(5, 40, halves.data(), packed_bf16.data());
+  EXPECT_TRUE(
+      std::equal(packed_bf16.begin(), packed_bf16.end(), static_cast<const uint16_t*>(bf16.data)));
+  EXPECT_THROW(room.add_bf16(1, 1, halves.data()), std::length_error);
 }
 
 TEST(QuantizedReference, QuantizeIsWithinHalfAStep) {

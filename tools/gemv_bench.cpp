@@ -46,7 +46,8 @@ double seconds_per_call(F call) {
 struct Problem {
   std::size_t rows, cols, copies;  // copies: enough matrices that one pass leaves the caches
   std::vector<float> f32;
-  std::vector<aft::kernels::PackedWeights> bf16, q8;
+  aft::kernels::PackedWeights packed;
+  std::vector<aft::kernels::WeightMatrix> bf16, q8;
   std::vector<float> x, y;
   std::vector<int8_t> xq;
   std::vector<float> xd;
@@ -54,7 +55,11 @@ struct Problem {
 
   Problem(const KernelTable& k, std::size_t rows_, std::size_t cols_, std::size_t copies_,
           std::size_t n_vectors)
-      : rows(rows_), cols(cols_), copies(copies_) {
+      : rows(rows_),
+        cols(cols_),
+        copies(copies_),
+        packed(copies * (aft::kernels::PackedWeights::bf16_bytes(rows, cols) +
+                         aft::kernels::PackedWeights::q8_0_bytes(rows, cols))) {
     f32.resize(copies * rows * cols);
     for (std::size_t i = 0; i < f32.size(); ++i) {
       f32[i] = static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 1000.0f;
@@ -69,9 +74,9 @@ struct Problem {
         std::memcpy(&bits, &w[i], sizeof bits);
         halves[i] = static_cast<uint16_t>(bits >> 16);
       }
-      bf16.push_back(aft::kernels::PackedWeights::bf16(rows, cols, halves.data()));
+      bf16.push_back(packed.add_bf16(rows, cols, halves.data()));
       k.quantize_q8_0(rows * cols, w, quants.data(), scales.data());
-      q8.push_back(aft::kernels::PackedWeights::q8_0(rows, cols, quants.data(), scales.data()));
+      q8.push_back(packed.add_q8_0(rows, cols, quants.data(), scales.data()));
     }
     x.resize(n_vectors * cols);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
@@ -98,7 +103,7 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
         k.gemv_batch_f32(rows, cols, w, n, p.x.data(), cols, nullptr, p.y.data(), rows);
       }
     } else if (std::strcmp(type, "bf16x") == 0) {
-      const auto* w = static_cast<const uint16_t*>(p.bf16[m].matrix().data);
+      const auto* w = static_cast<const uint16_t*>(p.bf16[m].data);
       if (n == 1) {
         k.gemv_bf16_bf16(rows, cols, w, p.xb.data(), nullptr, p.y.data());
       } else {
@@ -106,14 +111,14 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
                                nullptr, p.y.data(), rows);
       }
     } else if (type[0] == 'b') {
-      const auto* w = static_cast<const uint16_t*>(p.bf16[m].matrix().data);
+      const auto* w = static_cast<const uint16_t*>(p.bf16[m].data);
       if (n == 1) {
         k.gemv_bf16(rows, cols, w, p.x.data(), nullptr, p.y.data());
       } else {
         k.gemv_batch_bf16(rows, cols, w, n, p.x.data(), cols, nullptr, p.y.data(), rows);
       }
     } else {
-      const auto& w = p.q8[m].matrix();
+      const auto& w = p.q8[m];
       const auto* wq = static_cast<const int8_t*>(w.data);
       if (n == 1) {
         k.gemv_q8_0(rows, cols, wq, w.scales, p.xq.data(), p.xd.data(), nullptr, p.y.data());

@@ -39,6 +39,13 @@ void check_tensors(const ModelFile& file, const ModelConfig& config) {
   }
 }
 
+// Values in a tensor: the product of its dimensions (1 for a scalar).
+std::size_t element_count(const TensorInfo& tensor) {
+  std::size_t count = 1;
+  for (int64_t dim : tensor.shape) count *= static_cast<std::size_t>(dim);
+  return count;
+}
+
 }  // namespace
 
 std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums,
@@ -63,32 +70,38 @@ std::unique_ptr<const Model> Model::load(ModelFile file, kernels::MatmulPrecisio
 Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
              kernels::MatmulPrecision precision)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
+  // Every tensor that is not f32 is a linear layer's weights, two dimensions (check_tensors):
+  // packed once each.
+  std::size_t packed_bytes = 0;
+  for (const TensorInfo& tensor : file_.tensors()) {
+    if (tensor.dtype == DType::F32) continue;
+    const auto rows = static_cast<std::size_t>(tensor.shape[0]);
+    const std::size_t cols = element_count(tensor) / rows;
+    packed_bytes += tensor.dtype == DType::BF16 ? kernels::PackedWeights::bf16_bytes(rows, cols)
+                                                : kernels::PackedWeights::q8_0_bytes(rows, cols);
+  }
+  packed_ = kernels::PackedWeights(packed_bytes);
   program_ = build_aft_lm_graph(
       config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); },
       precision);
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();
   for (const TensorInfo& tensor : file_.tensors()) {
-    int64_t count = 1;
-    for (int64_t dim : tensor.shape) count *= dim;
-    n_parameters_ += count;
+    n_parameters_ += static_cast<int64_t>(element_count(tensor));
   }
 }
 
 kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
   if (tensor.dtype == DType::F32) return static_cast<const float*>(tensor.data);
   const auto rows = static_cast<std::size_t>(tensor.shape[0]);
-  const auto cols = static_cast<std::size_t>(tensor.shape[1]);
-  if (tensor.dtype == DType::BF16) {
-    packed_.push_back(
-        kernels::PackedWeights::bf16(rows, cols, static_cast<const uint16_t*>(tensor.data)));
-  } else {
-    packed_.push_back(
-        kernels::PackedWeights::q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales()));
-  }
+  const std::size_t cols = element_count(tensor) / rows;
+  const kernels::WeightMatrix packed =
+      tensor.dtype == DType::BF16
+          ? packed_.add_bf16(rows, cols, static_cast<const uint16_t*>(tensor.data))
+          : packed_.add_q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales());
   // Only the packed copy is read from now on: the mapping need not keep the file's pages resident.
   file_.release(tensor);
-  return packed_.back().matrix();
+  return packed;
 }
 
 SessionState Model::initial_state() const {

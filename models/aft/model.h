@@ -45,11 +45,12 @@ class Model {
   Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
         kernels::MatmulPrecision precision);
   // A linear layer's weights for the graph: f32 read in place from the mapped file, bf16 and q8_0
-  // packed into packed_ (the GEMVs' layouts; the file's pages are then no longer read).
+  // packed into packed_ (the GEMVs' layouts, on 2 MiB pages; the file's pages are then no longer
+  // read).
   kernels::WeightMatrix weight_matrix(const TensorInfo& tensor);
 
   ModelFile file_;
-  std::vector<kernels::PackedWeights> packed_;
+  kernels::PackedWeights packed_;
   ModelConfig config_;
   Tokenizer tokenizer_;
   AftLmGraph program_;

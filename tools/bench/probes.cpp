@@ -25,11 +25,11 @@ volatile float g_sink = 0.0f;
 }  // namespace
 
 ReadProbe::ReadProbe(std::size_t bytes)
-    : buffer_(std::max<std::size_t>(bytes / sizeof(float), 1024)) {
+    : buffer_(std::max<std::size_t>(bytes / sizeof(float), 1024) * sizeof(float)) {
   repeats_ = std::max<std::size_t>(1, (std::size_t{64} << 20) / this->bytes());
   // Written by the threads that will read it: its pages land on their memory nodes.
-  float* data = buffer_.data();
-  const std::size_t n = buffer_.size();
+  auto* data = reinterpret_cast<float*>(buffer_.data());
+  const std::size_t n = buffer_.size() / sizeof(float);
   kernels::ThreadTeam::of_this_thread().run(
       static_cast<int>(std::thread::hardware_concurrency()), [&](kernels::TeamMember member) {
         for (std::size_t i = member.share_begin(n); i < member.share_end(n); ++i) {
@@ -40,8 +40,8 @@ ReadProbe::ReadProbe(std::size_t bytes)
 
 float ReadProbe::pass(int threads, std::size_t streams) const {
   const kernels::KernelTable& k = kernels::active_kernels();
-  const std::size_t n = buffer_.size();
-  const float* data = buffer_.data();
+  const std::size_t n = buffer_.size() / sizeof(float);
+  const auto* data = reinterpret_cast<const float*>(buffer_.data());
   const std::size_t repeats = repeats_;
   constexpr std::size_t kBlock = 1024;  // floats (4 KiB) per stream in turn
   std::vector<float> totals(static_cast<std::size_t>(threads), 0.0f);
@@ -72,7 +72,7 @@ float ReadProbe::pass(int threads, std::size_t streams) const {
 
 double ReadProbe::best_gbps(int threads, int runs) const {
   g_sink = g_sink + pass(threads, 1);  // untimed: brings a cache-sized buffer into the cache
-  const double bytes = static_cast<double>(buffer_.size() * sizeof(float) * repeats_);
+  const double bytes = static_cast<double>(buffer_.size() * repeats_);
   double best = 0.0;
   for (int run = 0; run < runs; ++run) {
     const auto start = Clock::now();

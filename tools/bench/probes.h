@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "engine/format/aligned_buffer.h"
+#include "kernels/huge_page_buffer.h"
 
 namespace aft::bench {
 
@@ -15,7 +15,7 @@ namespace aft::bench {
 class ReadProbe {
  public:
   explicit ReadProbe(std::size_t bytes);  // allocates and writes the buffer (maps its pages)
-  std::size_t bytes() const { return buffer_.size() * sizeof(float); }
+  std::size_t bytes() const { return buffer_.size(); }
   // GB/s (1e9 bytes) of the fastest of `runs` timed passes with `threads` threads, after one
   // untimed pass. Passes alternate between one stream per thread and four interleaved ones (a
   // matrix-vector product reads several rows at once); each covers at least 64 MiB.
@@ -23,7 +23,7 @@ class ReadProbe {
 
  private:
   float pass(int threads, std::size_t streams) const;  // reads the buffer `repeats_` times
-  AlignedBuffer buffer_;
+  kernels::HugePageBuffer buffer_;                     // floats, on the pages packed weights get
   std::size_t repeats_ = 1;
 };
 
