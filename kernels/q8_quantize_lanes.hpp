@@ -2,14 +2,13 @@
 // batch, and int32 lanes stored as int8. Without them a block went through memory twice (a store
 // of the lanes read back one by one; a store of the int32 quants narrowed by the compiler), and
 // quantizing ran at 0.38 ns a value on a Zen 4 (AVX-512) against 0.19 with them: a batch's
-// activations are quantized before every q8_0 product. The generic version is that round trip;
-// one specialisation per architecture (templates on the architecture only, see README.md).
+// activations are quantized before every q8_0 product. One specialisation per architecture of a
+// quantizing table (templates on the architecture only, see README.md).
 //   float max_lane(B v)                  the largest lane (exact: any order gives the same value
 //                                         when no lane is NaN)
 //   void store_int8(I v, int8_t* out)    lanes in [-127, 127], stored as I::size int8
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -18,22 +17,7 @@
 namespace aft::kernels::simd {
 
 template <class A>
-struct Q8QuantizeLanes {
-  using B = xsimd::batch<float, A>;
-  using I = xsimd::batch<int32_t, A>;
-  static float max_lane(const B& v) {
-    alignas(A::alignment()) float lanes[B::size];
-    v.store_aligned(lanes);
-    float top = lanes[0];
-    for (std::size_t i = 1; i < B::size; ++i) top = top < lanes[i] ? lanes[i] : top;
-    return top;
-  }
-  static void store_int8(const I& v, int8_t* out) {
-    alignas(A::alignment()) int32_t lanes[I::size];
-    v.store_aligned(lanes);
-    for (std::size_t i = 0; i < I::size; ++i) out[i] = static_cast<int8_t>(lanes[i]);
-  }
-};
+struct Q8QuantizeLanes;
 
 #if XSIMD_WITH_SSE2
 template <>
