@@ -1,6 +1,7 @@
 #include "kernels/packed_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace aft::kernels {
@@ -43,6 +44,10 @@ std::size_t PackedWeights::bf16_bytes(std::size_t rows, std::size_t cols) {
   return round_up(bf16_packed_size(rows, cols) * sizeof(uint16_t), kAlignment);
 }
 
+std::size_t PackedWeights::f32_bytes(std::size_t rows, std::size_t cols) {
+  return round_up(rows * cols * sizeof(float), kAlignment);
+}
+
 template <class T>
 T* PackedWeights::take(std::size_t count) {
   const std::size_t bytes = round_up(count * sizeof(T), kAlignment);
@@ -67,6 +72,12 @@ WeightMatrix PackedWeights::add_bf16(std::size_t rows, std::size_t cols, const u
   auto* values = take<uint16_t>(bf16_packed_size(rows, cols));
   pack_bf16(rows, cols, w, values);
   return {WeightType::BF16, values, nullptr};
+}
+
+WeightMatrix PackedWeights::add_f32(std::size_t rows, std::size_t cols, const float* w) {
+  auto* values = take<float>(rows * cols);
+  std::memcpy(values, w, rows * cols * sizeof(float));
+  return values;
 }
 
 }  // namespace aft::kernels

@@ -75,19 +75,23 @@ constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).
 void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p);
 
-// A model's bf16 and q8_0 weight matrices in the GEMVs' layouts, in one allocation sized before
+// A model's bf16 and q8_0 weight matrices in the GEMVs' layouts, and f32 ones copied as they are
+// where asked (a model loaded with aft_model_params.use_mmap = 0), in one allocation sized before
 // the first, on 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is
 // 64-byte aligned.
 class PackedWeights {
  public:
   PackedWeights() = default;
-  // Room for `bytes` in all: the sum of the q8_0_bytes and bf16_bytes of what is added.
+  // Room for `bytes` in all: the sum of the q8_0_bytes, bf16_bytes and f32_bytes of what is added.
   explicit PackedWeights(std::size_t bytes);
   static std::size_t q8_0_bytes(std::size_t rows, std::size_t cols);
   static std::size_t bf16_bytes(std::size_t rows, std::size_t cols);
+  static std::size_t f32_bytes(std::size_t rows, std::size_t cols);
   // Each packs into the room left (std::length_error if it does not fit: a wrong size above).
   WeightMatrix add_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd);
   WeightMatrix add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w);
+  // Row-major, as w is: the GEMVs and matrix products read it as they read the file's rows.
+  WeightMatrix add_f32(std::size_t rows, std::size_t cols, const float* w);
 
  private:
   template <class T>

@@ -51,6 +51,8 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
   EXPECT_EQ(j["matmul"].get<std::string>().rfind("oneDNN ", 0), 0u) << j["matmul"];
   EXPECT_EQ(j["matmul_precision"], "f32");
+  EXPECT_EQ(j["use_mmap"], true);
+  EXPECT_GT(j["load_seconds"].get<double>(), 0.0);
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["test"], "pp8");
   EXPECT_EQ(j["results"][1]["test"], "tg4");
@@ -59,6 +61,17 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
     EXPECT_EQ(row["samples_tokens_per_second"].size(), 1u);
     EXPECT_EQ(row["threads"], 1);
   }
+}
+
+// --no-mmap: the f32 weights copied into the process's memory, said in the report.
+TEST(AftBench, NoMmapIsReported) {
+  const Result json = run(fixture("simple") + " -r 1 -p 0 -n 2 -t 1 --no-limits --no-mmap -o json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(parse_json(json)["use_mmap"], false);
+  const Result md = run(fixture("simple") + " -r 1 -p 0 -n 2 -t 1 --no-limits --no-mmap");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find(", f32 weights copied into memory (--no-mmap)"), std::string::npos)
+      << md.out;
 }
 
 // -t 0: the sessions' automatic thread count, reported as "auto" (0 in JSON), its limits those

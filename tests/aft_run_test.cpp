@@ -72,6 +72,14 @@ TEST_F(AftRun, SameSeedSameTextWhateverTheThreads) {
   EXPECT_EQ(one.out, two.out);
 }
 
+// --no-mmap copies the f32 weights into the process's memory: the same text.
+TEST_F(AftRun, NoMmapGivesTheSameText) {
+  const Result mapped = run(model() + " -p abc -n 30 -s 11 --temp 1.5");
+  const Result copied = run(model() + " -p abc -n 30 -s 11 --temp 1.5 --no-mmap");
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  EXPECT_EQ(mapped.out, copied.out);
+}
+
 // The state after a prompt is kept in the file; a run whose prompt starts with the same tokens
 // restores it and evaluates only the rest, with the text of a run without it. A file that is no
 // cache, of another prompt or of another model is said not to be used, and the run goes on.

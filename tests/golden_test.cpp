@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -234,10 +235,8 @@ TEST(GoldenFixtures, EveryVariantIsCovered) {
 
 // The logits of every token of `tokens` fed to a fresh session of the model at `path` in calls of
 // `chunk` tokens, the model loaded at `precision`.
-std::vector<float> logits_at(const std::string& path, aft_matmul_precision precision,
+std::vector<float> logits_at(const std::string& path, const aft_model_params& params,
                              const std::vector<int32_t>& tokens, std::size_t chunk, int threads) {
-  aft_model_params params = aft_model_default_params();
-  params.matmul_precision = precision;
   aft_model* model = nullptr;
   EXPECT_EQ(aft_model_load(path.c_str(), &params, &model), AFT_OK) << aft_last_error();
   aft_model_info info;
@@ -258,6 +257,13 @@ std::vector<float> logits_at(const std::string& path, aft_matmul_precision preci
   aft_session_free(session);
   aft_model_free(model);
   return logits;
+}
+
+std::vector<float> logits_at(const std::string& path, aft_matmul_precision precision,
+                             const std::vector<int32_t>& tokens, std::size_t chunk, int threads) {
+  aft_model_params params = aft_model_default_params();
+  params.matmul_precision = precision;
+  return logits_at(path, params, tokens, chunk, threads);
 }
 
 // An f32 model loaded with AFT_MATMUL_PRECISION_BF16: where the CPU has matrix units its prompt's
@@ -304,6 +310,50 @@ TEST(MatmulPrecision, UnknownValuesAreRefused) {
         << aft_last_error();
   }
   EXPECT_EQ(aft_model_default_params().matmul_precision, AFT_MATMUL_PRECISION_F32);
+}
+
+// use_mmap = 0 copies f32 linear weights into the model's own memory: the mapped file's bits,
+// prompt and token by token, on 1 and 2 threads. A quantized model (nothing of its linear layers
+// is f32) and a model loaded from memory (a copy already) take the parameter too.
+TEST(UseMmap, CopiedF32WeightsGiveTheBitsOfTheMappedFile) {
+  aft_model_params copied = aft_model_default_params();
+  copied.use_mmap = 0;
+  EXPECT_EQ(aft_model_default_params().use_mmap, 1);
+  for (const char* name : {"local", "conv", "decay_shift", "conv_q8_0"}) {
+    const Fixture f = load_fixture(name);
+    const std::size_t all = f.tokens.size();
+    for (int threads : {1, 2}) {
+      const std::vector<float> mapped_prompt =
+          logits_at(f.model_path, aft_model_default_params(), f.tokens, all, threads);
+      EXPECT_EQ(logits_at(f.model_path, copied, f.tokens, all, threads), mapped_prompt)
+          << name << ", " << threads << " threads";
+      EXPECT_EQ(logits_at(f.model_path, copied, f.tokens, 1, threads),
+                logits_at(f.model_path, aft_model_default_params(), f.tokens, 1, threads))
+          << name << ", " << threads << " threads, token by token";
+    }
+  }
+  const std::string path = load_fixture("local").model_path;
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  aft_model* model = nullptr;
+  ASSERT_EQ(aft_model_load_from_memory(bytes.data(), bytes.size(), &copied, &model), AFT_OK)
+      << aft_last_error();
+  aft_model_free(model);
+}
+
+// use_mmap is 1 or 0; anything else is refused before the file is read.
+TEST(UseMmap, OtherValuesAreRefused) {
+  for (int value : {2, -1}) {
+    aft_model_params params = aft_model_default_params();
+    params.use_mmap = value;
+    aft_model* model = reinterpret_cast<aft_model*>(&params);
+    EXPECT_EQ(aft_model_load(load_fixture("local").model_path.c_str(), &params, &model),
+              AFT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(model, nullptr);
+    EXPECT_NE(std::string(aft_last_error()).find("params.use_mmap: " + std::to_string(value)),
+              std::string::npos)
+        << aft_last_error();
+  }
 }
 
 // Every mixer also runs with q8_0 weights, and some with bf16.

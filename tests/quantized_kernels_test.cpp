@@ -260,11 +260,19 @@ TEST(QuantizedPacking, PackedWeightsFillTheRoomReservedAndNoMore) {
   for (std::size_t i = 0; i < w.d.size(); ++i) w.d[i] = static_cast<float>(i + 1);
   std::vector<uint16_t> halves(5 * 40);
   for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 977);
-  PackedWeights room(PackedWeights::q8_0_bytes(rows, cols) + PackedWeights::bf16_bytes(5, 40));
+  std::vector<float> floats(3 * 7);
+  for (std::size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i) * -0.375f;
+  PackedWeights room(PackedWeights::q8_0_bytes(rows, cols) + PackedWeights::f32_bytes(3, 7) +
+                     PackedWeights::bf16_bytes(5, 40));
   const WeightMatrix q8 = room.add_q8_0(rows, cols, w.q.data(), w.d.data());
+  // 84 bytes: the next matrix still starts on a cache line.
+  const WeightMatrix f32 = room.add_f32(3, 7, floats.data());
   const WeightMatrix bf16 = room.add_bf16(5, 40, halves.data());
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
-  EXPECT_TRUE(aligned(q8.data) && aligned(q8.scales) && aligned(bf16.data));
+  EXPECT_TRUE(aligned(q8.data) && aligned(q8.scales) && aligned(f32.data) && aligned(bf16.data));
+  EXPECT_EQ(f32.type, WeightType::F32);
+  EXPECT_NE(f32.data, static_cast<const void*>(floats.data()));
+  EXPECT_TRUE(std::equal(floats.begin(), floats.end(), f32.f32_rows(0, 7)));
 
   const Q8 want = pack(rows, cols, w);
   const auto* quants = static_cast<const int8_t*>(q8.data);

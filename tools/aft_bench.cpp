@@ -2,6 +2,7 @@
 // same run (llama-bench's conventions; see docs/benchmarks.md). The report goes to stdout; a
 // progress line to stderr when it is a terminal. Exit codes: 0 success, 1 an error, 2 bad usage.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -81,7 +82,12 @@ MeasuredLimits::Sample measure_limits(const Probes& probes, int requested) {
 int run(const Options& o) {
   cli::Progress progress("aft-bench");
   progress.show("loading " + o.model);
-  const BenchModel model(o.model, o.matmul_precision);
+  aft_model_params params = aft_model_default_params();
+  params.matmul_precision = o.matmul_precision;
+  params.use_mmap = o.use_mmap ? 1 : 0;
+  const auto load_start = std::chrono::steady_clock::now();
+  const BenchModel model(o.model, params);
+  const std::chrono::duration<double> load_time = std::chrono::steady_clock::now() - load_start;
   const aft_model_info& info = model.info();
 
   Report report;
@@ -91,6 +97,8 @@ int run(const Options& o) {
   report.kernel_isa = aft_kernel_isa();
   report.matmul = aft_matmul_implementation();
   report.matmul_precision = o.matmul_precision == AFT_MATMUL_PRECISION_BF16 ? "bf16" : "f32";
+  report.use_mmap = o.use_mmap;
+  report.load_seconds = load_time.count();
   report.threads = o.threads;
   report.repetitions = o.repetitions;
   report.model_path = o.model;

@@ -60,6 +60,9 @@ const char kUsage[] =
     "      --matmul-precision P     f32 (default) or bf16: a prompt's products of f32 weights\n"
     "                               on the matrix units (if the CPU has them), weights and\n"
     "                               inputs rounded to bf16; decoding stays f32\n"
+    "      --no-mmap                copy f32 weights into the process's memory (2 MiB pages)\n"
+    "                               rather than read the mapped file: slower to load, faster\n"
+    "                               to decode where the file's pages are 4 KiB ones\n"
     "  -v, --verbose                also report the sequence's state: its size, and save +\n"
     "                               restore time\n"
     "  -h, --help                   show this help\n"
@@ -92,6 +95,7 @@ struct Options {
   bool interactive = false;
   bool verify_checksums = true;
   aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
+  bool use_mmap = true;
   bool verbose = false;
 };
 
@@ -144,6 +148,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.verify_checksums = false;
     } else if (arg == "--matmul-precision") {
       options.matmul_precision = cli::parse_matmul_precision(arg, value());
+    } else if (arg == "--no-mmap") {
+      options.use_mmap = false;
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {
@@ -412,6 +418,7 @@ int run(const Options& options) {
   aft_model_params model_params = aft_model_default_params();
   model_params.verify_checksums = options.verify_checksums ? 1 : 0;
   model_params.matmul_precision = options.matmul_precision;
+  model_params.use_mmap = options.use_mmap ? 1 : 0;
   aft_model* raw_model = nullptr;
   check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
   const cli::Model model(raw_model);

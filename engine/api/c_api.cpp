@@ -113,7 +113,7 @@ const char* aft_matrix_units(void) {
 }
 
 aft_model_params aft_model_default_params(void) {
-  return aft_model_params{1, AFT_MATMUL_PRECISION_F32};
+  return aft_model_params{1, AFT_MATMUL_PRECISION_F32, 1};
 }
 
 namespace {
@@ -132,6 +132,19 @@ aft::kernels::MatmulPrecision matmul_precision(const aft_model_params& params) {
   }
 }
 
+// The engine's options from the C API's parameters (refuses values outside their ranges).
+aft::ModelOptions model_options(const aft_model_params& params) {
+  if (params.use_mmap != 0 && params.use_mmap != 1) {
+    throw aft::Error(AFT_ERR_INVALID_ARGUMENT,
+                     "params.use_mmap: " + std::to_string(params.use_mmap) +
+                         " is neither 1 (read in place) nor 0 (copy)");
+  }
+  aft::ModelOptions options;
+  options.precision = matmul_precision(params);
+  options.copy_f32_weights = params.use_mmap == 0;
+  return options;
+}
+
 }  // namespace
 
 aft_status aft_model_load(const char* path, const aft_model_params* params, aft_model** model) {
@@ -141,7 +154,8 @@ aft_status aft_model_load(const char* path, const aft_model_params* params, aft_
     require(path, "path");
     const aft_model_params p = params ? *params : aft_model_default_params();
     auto handle = std::make_unique<aft_model>();
-    handle->model = aft::Model::load(path, p.verify_checksums != 0, matmul_precision(p));
+    const aft::ModelOptions options = model_options(p);
+    handle->model = aft::Model::load(path, p.verify_checksums != 0, options);
     *model = handle.release();
   });
 }
@@ -153,10 +167,10 @@ aft_status aft_model_load_from_memory(const void* data, size_t size, const aft_m
     *model = nullptr;
     require(data, "data");
     const aft_model_params p = params ? *params : aft_model_default_params();
+    const aft::ModelOptions options = model_options(p);
     auto handle = std::make_unique<aft_model>();
     handle->model = aft::Model::load(
-        aft::ModelFile::from_memory(data, size, "<memory>", p.verify_checksums != 0),
-        matmul_precision(p));
+        aft::ModelFile::from_memory(data, size, "<memory>", p.verify_checksums != 0), options);
     *model = handle.release();
   });
 }

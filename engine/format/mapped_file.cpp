@@ -14,7 +14,6 @@
 #include <system_error>
 #include <utility>
 
-#include "aligned_buffer.h"
 #include "error.h"
 
 namespace aft {
@@ -65,35 +64,40 @@ MappedFile MappedFile::open(const std::string& path) {
     throw Error(AFT_ERR_IO,
                 path + ": cannot map " + std::to_string(size) + " bytes: " + reason(errno));
   }
-  return MappedFile(static_cast<const uint8_t*>(addr), size, false);
+  return MappedFile(static_cast<const uint8_t*>(addr), size);
 }
 
 MappedFile MappedFile::copy_of(const void* data, std::size_t size) {
   if (size == 0) return MappedFile();
-  auto* copy = static_cast<uint8_t*>(allocate_cache_aligned(size));
-  std::memcpy(copy, data, size);
-  return MappedFile(copy, size, true);
+  kernels::HugePageBuffer copy(size);
+  std::memcpy(copy.data(), data, size);
+  return MappedFile(std::move(copy));
 }
+
+MappedFile::MappedFile(kernels::HugePageBuffer copy)
+    : data_(reinterpret_cast<const uint8_t*>(copy.data())),
+      size_(copy.size()),
+      copy_(std::move(copy)) {}
 
 MappedFile::~MappedFile() { unmap(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      copied_(std::exchange(other.copied_, false)) {}
+      copy_(std::move(other.copy_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     unmap();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    copied_ = std::exchange(other.copied_, false);
+    copy_ = std::move(other.copy_);
   }
   return *this;
 }
 
 void MappedFile::release(std::size_t offset, std::size_t size) const noexcept {
-  if (copied_ || data_ == nullptr || offset >= size_) return;
+  if (!mapped() || offset >= size_) return;
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t end = std::min(size_, offset + std::min(size, size_ - offset));
   const std::size_t first = (offset + page - 1) / page * page, last = end / page * page;
@@ -102,14 +106,10 @@ void MappedFile::release(std::size_t offset, std::size_t size) const noexcept {
 }
 
 void MappedFile::unmap() noexcept {
-  if (copied_) {
-    free_cache_aligned(const_cast<uint8_t*>(data_));
-  } else if (data_ != nullptr) {
-    ::munmap(const_cast<uint8_t*>(data_), size_);
-  }
+  if (mapped()) ::munmap(const_cast<uint8_t*>(data_), size_);
+  copy_ = kernels::HugePageBuffer();
   data_ = nullptr;
   size_ = 0;
-  copied_ = false;
 }
 
 }  // namespace aft

@@ -79,6 +79,9 @@ class ModelFile {
   uint32_t fingerprint() const { return fingerprint_; }
   // The tensor's bytes will not be read again soon (MappedFile::release): the engine packed them.
   void release(const TensorInfo& tensor) const noexcept;
+  // Whether the tensors are read from the file's mapped pages (open), not from a copy
+  // (from_memory).
+  bool mapped() const { return map_.mapped(); }
 
  private:
   static ModelFile validate(const std::string& path, MappedFile bytes, bool verify_checksums);

@@ -22,7 +22,7 @@ extern "C" {
 
 /* The version of this header; aft_version() gives the library's, which may be newer. */
 #define AFT_VERSION_MAJOR 0
-#define AFT_VERSION_MINOR 3
+#define AFT_VERSION_MINOR 4
 #define AFT_VERSION_PATCH 0
 
 typedef enum aft_status {
@@ -111,6 +111,12 @@ typedef enum aft_matmul_precision {
 typedef struct aft_model_params {
   int verify_checksums;                  /* 1 (default): check every tensor's CRC-32 at load */
   aft_matmul_precision matmul_precision; /* AFT_MATMUL_PRECISION_F32 (default) */
+  /* 1 (default): f32 weight matrices are read in place from the memory-mapped file (quick to load,
+   * pages shared with other processes). 0 (since 0.4): copied at load into the model's own memory,
+   * on 2 MiB pages where the system gives them: decoding reads them faster where the file's pages
+   * are 4 KiB ones, at the cost of a slower load and memory of the model's own. bf16 and q8_0
+   * weights are in the model's own memory either way (packed at load). */
+  int use_mmap;
 } aft_model_params;
 
 aft_model_params aft_model_default_params(void);

@@ -1,6 +1,7 @@
 #include "model.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine/format/describe.h"
 #include "engine/format/error.h"
@@ -49,11 +50,11 @@ std::size_t element_count(const TensorInfo& tensor) {
 }  // namespace
 
 std::unique_ptr<const Model> Model::load(const std::string& path, bool verify_checksums,
-                                         kernels::MatmulPrecision precision) {
-  return load(ModelFile::open(path, verify_checksums), precision);
+                                         ModelOptions options) {
+  return load(ModelFile::open(path, verify_checksums), options);
 }
 
-std::unique_ptr<const Model> Model::load(ModelFile file, kernels::MatmulPrecision precision) {
+std::unique_ptr<const Model> Model::load(ModelFile file, ModelOptions options) {
   const std::string& path = file.path();
   ModelConfig config = ModelConfig::from_json(file.config(), path);
   Tokenizer tokenizer = Tokenizer::from_json(file.tokenizer(), path);
@@ -64,26 +65,38 @@ std::unique_ptr<const Model> Model::load(ModelFile file, kernels::MatmulPrecisio
   }
   check_tensors(file, config);
   return std::unique_ptr<const Model>(
-      new Model(std::move(file), std::move(config), std::move(tokenizer), precision));
+      new Model(std::move(file), std::move(config), std::move(tokenizer), options));
 }
 
-Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
-             kernels::MatmulPrecision precision)
+Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptions options)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
   // Every tensor that is not f32 is a linear layer's weights, two dimensions (check_tensors):
-  // packed once each.
+  // packed once each; f32 linear layers' weights copied where asked (the graph reads every other
+  // tensor through the same callback, in place).
+  const bool copy_f32 = options.copy_f32_weights && file_.mapped();
+  std::unordered_set<std::string> copied;
   std::size_t packed_bytes = 0;
-  for (const TensorInfo& tensor : file_.tensors()) {
-    if (tensor.dtype == DType::F32) continue;
+  for (const TensorSpec& spec : expected_tensors(config_)) {
+    if (!spec.linear_weight) continue;
+    const TensorInfo& tensor = *file_.find(spec.name);
     const auto rows = static_cast<std::size_t>(tensor.shape[0]);
     const std::size_t cols = element_count(tensor) / rows;
-    packed_bytes += tensor.dtype == DType::BF16 ? kernels::PackedWeights::bf16_bytes(rows, cols)
-                                                : kernels::PackedWeights::q8_0_bytes(rows, cols);
+    if (tensor.dtype == DType::BF16) {
+      packed_bytes += kernels::PackedWeights::bf16_bytes(rows, cols);
+    } else if (tensor.dtype == DType::Q8_0) {
+      packed_bytes += kernels::PackedWeights::q8_0_bytes(rows, cols);
+    } else if (copy_f32) {
+      packed_bytes += kernels::PackedWeights::f32_bytes(rows, cols);
+      copied.insert(spec.name);
+    }
   }
   packed_ = kernels::PackedWeights(packed_bytes);
   program_ = build_aft_lm_graph(
-      config_, [this](const std::string& name) { return weight_matrix(*file_.find(name)); },
-      precision);
+      config_,
+      [this, &copied](const std::string& name) {
+        return weight_matrix(*file_.find(name), copied.count(name) > 0);
+      },
+      options.precision);
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();
   for (const TensorInfo& tensor : file_.tensors()) {
@@ -91,12 +104,14 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
   }
 }
 
-kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
-  if (tensor.dtype == DType::F32) return static_cast<const float*>(tensor.data);
+kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor, bool copy_f32) {
+  if (tensor.dtype == DType::F32 && !copy_f32) return static_cast<const float*>(tensor.data);
   const auto rows = static_cast<std::size_t>(tensor.shape[0]);
   const std::size_t cols = element_count(tensor) / rows;
   const kernels::WeightMatrix packed =
-      tensor.dtype == DType::BF16
+      tensor.dtype == DType::F32
+          ? packed_.add_f32(rows, cols, static_cast<const float*>(tensor.data))
+      : tensor.dtype == DType::BF16
           ? packed_.add_bf16(rows, cols, static_cast<const uint16_t*>(tensor.data))
           : packed_.add_q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales());
   // Only the packed copy is read from now on: the mapping need not keep the file's pages resident.

@@ -18,16 +18,23 @@
 
 namespace aft {
 
+// How a model computes and keeps its weights (aft_model_params).
+struct ModelOptions {
+  // How a prompt's products of f32 weights are computed.
+  kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32;
+  // f32 weight matrices copied at load onto 2 MiB pages of the model's own (use_mmap = 0) rather
+  // than read in place from the mapped file, whose pages the system may hold as 4 KiB ones.
+  bool copy_f32_weights = false;
+};
+
 class Model {
  public:
-  // Throws Error naming the file and the problem. precision: how the prompt's products of f32
-  // weights are computed (kernels::MatmulPrecision).
-  static std::unique_ptr<const Model> load(
-      const std::string& path, bool verify_checksums,
-      kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
-  // The same from a validated container (ModelFile::from_memory: a model held in memory).
-  static std::unique_ptr<const Model> load(
-      ModelFile file, kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
+  // Throws Error naming the file and the problem.
+  static std::unique_ptr<const Model> load(const std::string& path, bool verify_checksums,
+                                           ModelOptions options = {});
+  // The same from a validated container (ModelFile::from_memory: a model held in memory, already
+  // on pages of its own: copy_f32_weights changes nothing).
+  static std::unique_ptr<const Model> load(ModelFile file, ModelOptions options = {});
 
   const ModelFile& file() const { return file_; }
   const ModelConfig& config() const { return config_; }
@@ -42,12 +49,11 @@ class Model {
   SessionState initial_state() const;
 
  private:
-  Model(ModelFile file, ModelConfig config, Tokenizer tokenizer,
-        kernels::MatmulPrecision precision);
-  // A linear layer's weights for the graph: f32 read in place from the mapped file, bf16 and q8_0
-  // packed into packed_ (the GEMVs' layouts, on 2 MiB pages; the file's pages are then no longer
-  // read).
-  kernels::WeightMatrix weight_matrix(const TensorInfo& tensor);
+  Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptions options);
+  // A linear layer's weights for the graph: f32 read in place from the mapped file (or copied
+  // into packed_ where copy_f32 is set), bf16 and q8_0 packed into packed_ (the GEMVs' layouts,
+  // on 2 MiB pages; the file's pages are then no longer read).
+  kernels::WeightMatrix weight_matrix(const TensorInfo& tensor, bool copy_f32);
 
   ModelFile file_;
   kernels::PackedWeights packed_;

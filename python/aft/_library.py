@@ -19,7 +19,7 @@ from .errors import AftError, Status
 
 
 class ModelParams(Structure):
-    _fields_ = [("verify_checksums", c_int), ("matmul_precision", c_int)]
+    _fields_ = [("verify_checksums", c_int), ("matmul_precision", c_int), ("use_mmap", c_int)]
 
 
 class ModelInfoStruct(Structure):

@@ -47,13 +47,15 @@ class Model:
     `with` block) frees it once the last of its sessions is closed too."""
 
     def __init__(self, path: str | os.PathLike, verify_checksums: bool = True,
-                 matmul_precision: str = "f32"):
+                 matmul_precision: str = "f32", use_mmap: bool = True):
         """matmul_precision: "f32" (exact), or "bf16": a prompt's products of f32 weights on the
         matrix units where the CPU has them (matrix_units()), weights and inputs rounded to bf16
-        (aft_matmul_precision in aft.h)."""
+        (aft_matmul_precision in aft.h). use_mmap False: the f32 weights copied into the process's
+        memory at load (2 MiB pages) rather than read from the mapped file: slower to load, faster
+        to decode where the file's pages are 4 KiB ones (aft_model_params.use_mmap)."""
         self._lib = _library.library()
         self._load(lambda params, out: self._lib.aft_model_load(os.fsencode(path), params, out),
-                   verify_checksums, matmul_precision)
+                   verify_checksums, matmul_precision, use_mmap)
         self.path = os.fspath(path)
 
     @classmethod
@@ -65,11 +67,11 @@ class Model:
         model._lib = _library.library()
         data = bytes(data)
         model._load(lambda params, out: model._lib.aft_model_load_from_memory(
-            data, len(data), params, out), verify_checksums, matmul_precision)
+            data, len(data), params, out), verify_checksums, matmul_precision, True)
         model.path = "<memory>"
         return model
 
-    def _load(self, load, verify_checksums: bool, matmul_precision: str) -> None:
+    def _load(self, load, verify_checksums: bool, matmul_precision: str, use_mmap: bool) -> None:
         if matmul_precision not in _MATMUL_PRECISIONS:
             raise AftError(Status.INVALID_ARGUMENT,
                            f"matmul_precision: {matmul_precision!r} is not one of "
@@ -77,9 +79,14 @@ class Model:
         if matmul_precision != "f32" and _library_minor_version(self._lib) < (0, 3):
             raise AftError(None, f"libaft at {self._lib.path} has no matmul_precision (library "
                            "older than 0.3, this package's)")
+        if not use_mmap and _library_minor_version(self._lib) < (0, 4):
+            raise AftError(None, f"libaft at {self._lib.path} has no use_mmap (library older than "
+                           "0.4, this package's)")
         params = self._lib.aft_model_default_params()
         params.verify_checksums = int(verify_checksums)
         params.matmul_precision = _MATMUL_PRECISIONS[matmul_precision]
+        if not use_mmap:
+            params.use_mmap = 0
         pointer = ctypes.c_void_p()
         self._lib.check(load(ctypes.byref(params), ctypes.byref(pointer)))
         self._handle: OwnedHandle | None = OwnedHandle(pointer.value, self._lib.aft_model_free,

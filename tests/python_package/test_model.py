@@ -122,6 +122,16 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertEqual(caught.exception.status, aft.Status.INVALID_ARGUMENT)
         self.assertIn("'f16' is not one of 'f32', 'bf16'", caught.exception.message)
 
+    def test_use_mmap(self):
+        # False copies the f32 weights into the process's memory: the same logits.
+        path, tokens, _ = fixture("local")
+
+        def logits(**kwargs):
+            with aft.Model(path, **kwargs) as model, aft.Session(model) as session:
+                return session.eval(tokens, logits="all")
+
+        np.testing.assert_array_equal(logits(use_mmap=False), logits())
+
     def test_bytes_that_are_not_a_model(self):
         with self.assertRaises(aft.AftError) as caught:
             aft.Model.from_bytes(b"AFTMODEL")

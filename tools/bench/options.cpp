@@ -39,6 +39,8 @@ const char kUsage[] =
     "      --bandwidth-mib N     buffer of the read-bandwidth probe, MiB (default 1024)\n"
     "      --matmul-precision P  f32 (default) or bf16: prompts' products of f32 weights on\n"
     "                            the matrix units, if the CPU has them (aft-run --help)\n"
+    "      --no-mmap             copy f32 weights into the process's memory (2 MiB pages)\n"
+    "                            rather than read the mapped file (aft-run --help)\n"
     "  -h, --help                show this help\n"
     "\n"
     "Exit status: 0 success, 1 an error (file, model), 2 bad usage.\n";
@@ -101,6 +103,8 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
       options.bandwidth_mib = static_cast<std::size_t>(parse_integer(arg, value(), 1, 1 << 20));
     } else if (arg == "--matmul-precision") {
       options.matmul_precision = cli::parse_matmul_precision(arg, value());
+    } else if (arg == "--no-mmap") {
+      options.use_mmap = false;
     } else {
       args.model(options.model);
     }

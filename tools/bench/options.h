@@ -26,6 +26,7 @@ struct Options {
   bool limits = true;                // measure read bandwidth and FMA peak per thread count
   std::size_t bandwidth_mib = 1024;  // the read probe's buffer
   aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
+  bool use_mmap = true;  // --no-mmap: f32 weights copied into the process's memory
 };
 
 using cli::UsageError;

@@ -182,6 +182,8 @@ void write_markdown(const Report& r, std::FILE* out) {
                                              : "in f32: this CPU has no matrix units");
   }
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
+  std::fprintf(out, "- loaded in %.2f s%s\n", r.load_seconds,
+               r.use_mmap ? "" : ", f32 weights copied into memory (--no-mmap)");
   std::fprintf(
       out, "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
       millions(r.model.n_parameters).c_str(), millions(r.model.n_matmul_parameters).c_str(),
@@ -258,6 +260,8 @@ void write_json(const Report& r, std::FILE* out) {
   j["kernel_isa"] = r.kernel_isa;
   j["matmul"] = r.matmul;
   j["matmul_precision"] = r.matmul_precision;
+  j["use_mmap"] = r.use_mmap;
+  j["load_seconds"] = r.load_seconds;
   j["bf16_units"] = r.bf16_units;
   j["int8_product"] = r.int8_product;
   j["threads"] = r.threads;

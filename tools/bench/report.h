@@ -64,6 +64,9 @@ struct Report {
   std::string matmul;  // aft_matmul_implementation()
   // --matmul-precision: "bf16" puts prompts' products of f32 weights on the matrix units.
   std::string matmul_precision = "f32";
+  // --no-mmap: f32 weights copied into the process's memory at load.
+  bool use_mmap = true;
+  double load_seconds = 0.0;  // aft_model_load, checksums included
   std::vector<int> threads;
   int repetitions = 0;
   std::string model_path;

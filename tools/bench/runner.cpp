@@ -25,9 +25,7 @@ Session new_session(const aft_model* model, int threads) {
 
 }  // namespace
 
-BenchModel::BenchModel(const std::string& path, aft_matmul_precision precision) : path_(path) {
-  aft_model_params params = aft_model_default_params();
-  params.matmul_precision = precision;
+BenchModel::BenchModel(const std::string& path, const aft_model_params& params) : path_(path) {
   aft_model* model = nullptr;
   check(aft_model_load(path.c_str(), &params, &model), "loading the model");
   model_.reset(model);

@@ -23,7 +23,7 @@ struct Footprint {
 
 class BenchModel {
  public:
-  BenchModel(const std::string& path, aft_matmul_precision precision);
+  BenchModel(const std::string& path, const aft_model_params& params);
   const aft_model_info& info() const { return info_; }
   // The linear layers' weight dtype: the file's metadata "dtype", f32 when absent.
   std::string weight_dtype() const;

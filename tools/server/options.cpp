@@ -48,6 +48,8 @@ const char kUsage[] =
     "      --no-checksum            skip verifying tensor checksums when loading\n"
     "      --matmul-precision P     f32 (default) or bf16: prompts' products of f32 weights on\n"
     "                               the matrix units, if the CPU has them (aft-run --help)\n"
+    "      --no-mmap                copy f32 weights into the process's memory (2 MiB pages)\n"
+    "                               rather than read the mapped file (aft-run --help)\n"
     "  -v, --verbose                log each request's sampling settings and cache lookups\n"
     "  -h, --help                   show this help\n";
 
@@ -116,6 +118,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.verify_checksums = false;
     } else if (arg == "--matmul-precision") {
       options.matmul_precision = cli::parse_matmul_precision(arg, value());
+    } else if (arg == "--no-mmap") {
+      options.use_mmap = false;
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {

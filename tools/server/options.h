@@ -40,6 +40,7 @@ struct Options {
   int timeout_seconds = 600;  // HTTP read and write timeouts, as llama-server's --timeout
   bool verify_checksums = true;
   aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
+  bool use_mmap = true;  // --no-mmap: f32 weights copied into the process's memory
   bool verbose = false;
 };
 
