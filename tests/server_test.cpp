@@ -211,6 +211,17 @@ TEST(Server, APortInUseIsAnError) {
       << r.err;
 }
 
+// --no-mmap: the f32 weights copied into the server's memory, the same greedy text.
+TEST(Server, NoMmapGivesTheSameCompletion) {
+  const json request = {{"prompt", "The jury said"}, {"max_tokens", 12}, {"temperature", 0}};
+  Server mapped(kDecayModel);
+  Server copied(kDecayModel, {"--no-mmap"});
+  const Reply want = complete(mapped, request);
+  const Reply got = complete(copied, request);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.body["choices"][0]["text"], want.body["choices"][0]["text"]);
+}
+
 TEST(Server, CompletionCountsTokens) {
   Server server(kDecayModel);
   const Reply r = complete(server, {{"prompt", "The jury said"},
