@@ -97,10 +97,10 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
-// gemv_groups_q8_0 for D::kVectors vectors at once (x[v], xd[v], y[v]): each weight register
-// serves them all, and each (row, vector) gets the same integer sums and the same fma per block, in
-// the same order: the bits of gemv_groups_q8_0 for each vector.
-template <class A, std::size_t G>
+// gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v]; 2 <= V <= D::kVectors): each weight
+// register serves them all, and each (row, vector) gets the same integer sums and the same fma per
+// block, in the same order: the bits of gemv_groups_q8_0 for each vector.
+template <class A, std::size_t G, std::size_t V>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
     std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
     const float* const* xd, const float* bias, std::size_t rows, float* const* y,
@@ -108,7 +108,6 @@ template <class A, std::size_t G>
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
-  constexpr std::size_t V = D::kVectors;
   static_assert(D::kParts == 1, "one batch per group");
   constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
   B acc[G][V];
@@ -126,7 +125,7 @@ template <class A, std::size_t G>
     scales.step();
     for (std::size_t g = 0; g < G; ++g) {
       I sums[V];
-      D::dot_vectors(wq + (g * blocks + b) * kGroupBytes, x, offsets, sums);
+      D::template dot_vectors<V>(wq + (g * blocks + b) * kGroupBytes, x, offsets, sums);
       const B w_scales = B::load_unaligned(wd + (g * blocks + b) * kQ8GroupRows);
       for (std::size_t v = 0; v < V; ++v) {
         acc[g][v] =
@@ -141,8 +140,25 @@ template <class A, std::size_t G>
   }
 }
 
+// gemv_groups_q8_0_vectors for `count` vectors, 2 <= count <= V: the instance of that count.
+template <class A, std::size_t G, std::size_t V>
+[[gnu::always_inline]] inline void gemv_groups_q8_0_count(std::size_t count, std::size_t blocks,
+                                                          const int8_t* wq, const float* wd,
+                                                          const int8_t* const* xq,
+                                                          const float* const* xd, const float* bias,
+                                                          std::size_t rows, float* const* y,
+                                                          Prefetch<A> quants, Prefetch<A> scales) {
+  if (count == V) {
+    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, bias, rows, y, quants, scales);
+  } else if constexpr (V > 2) {
+    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, bias, rows, y, quants,
+                                        scales);
+  }
+}
+
 // Passes of G groups, then group by group, each pass for every vector while its weights stay in
-// cache (kVectors vectors at once where the architecture takes several); meanwhile each vector
+// cache (kVectors vectors at once where the architecture takes several, then the 2 or more left
+// together); meanwhile each vector
 // asks for a share of the next pass's weights (one vector alone: where kPrefetchAlone). A row's
 // result does not depend on the rows or vectors computed with it, so each vector of a batch gets
 // the bits of gemv_q8_0.
@@ -152,12 +168,13 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
                       float* y, std::size_t y_stride) {
   constexpr std::size_t kPassRows = G * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
-  // A full pass takes its vectors kVectors at a time, then the rest one by one: `calls` calls,
-  // each asking for its share of the next pass (call `part`). Passes are contiguous: the next
-  // one's quants and scales start where this one's end.
+  // A full pass takes its vectors kVectors at a time, then the rest: together where they are 2 or
+  // more, else alone. That is `calls` calls, each asking for its share of the next pass (call
+  // `part`). Passes are contiguous: the next one's quants and scales start where this one's end.
   constexpr std::size_t V = Q8GroupDot<A>::kVectors;
   const std::size_t together = V > 1 ? n_vectors / V : 0;
-  const std::size_t calls = together + (n_vectors - together * V);
+  const std::size_t rest = n_vectors - together * V;
+  const std::size_t calls = together + (V > 1 && rest >= 2 ? 1 : rest);
   const bool prefetch = n_vectors > 1 || Q8GroupDot<A>::kPrefetchAlone;
   const auto shares = [&](std::size_t r, std::size_t part, std::size_t parts,
                           std::size_t pass_rows) {
@@ -172,18 +189,20 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
   for (; r + kPassRows <= rows; r += kPassRows) {
     std::size_t v = 0;
     if constexpr (V > 1) {
-      for (; v + V <= n_vectors; v += V) {
+      while (n_vectors - v >= 2) {
+        const std::size_t count = std::min(V, n_vectors - v);
         const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
         const int8_t* x[V];
         const float* d[V];
         float* out[V];
-        for (std::size_t i = 0; i < V; ++i) {
+        for (std::size_t i = 0; i < count; ++i) {
           x[i] = xq + (v + i) * cols;
           d[i] = xd + (v + i) * blocks;
           out[i] = y + (v + i) * y_stride + r;
         }
-        gemv_groups_q8_0_vectors<A, G>(blocks, wq + r * cols, wd + r * blocks, x, d,
-                                       bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d,
+                                        bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+        v += count;
       }
     }
     for (; v < n_vectors; ++v) {

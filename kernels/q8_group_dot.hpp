@@ -3,15 +3,16 @@
 // activation quants, one specialisation per architecture: xsimd 8.1 has no int8 products.
 //   kGroups                       groups per pass of a batch's GEMV (each prepared block serves
 //                                 them all; one or two vectors take one group per pass)
-//   kVectors                      vectors a batch takes at once (dot_vectors; 1: one at a time)
+//   kVectors                      the most vectors a batch takes at once (dot_vectors; 1: one at
+//                                 a time)
 //   kPrefetchAlone                whether the GEMV of one vector prefetches the next pass's
 //                                 weights (batches always do)
 //   X prepare(const int8_t* x)   a block of activation quants, prepared once per pass
 //   void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums)
 //                                 sums[p], p < kParts: rows [p L, p L + L) of the group (L int32
 //                                 lanes), each lane the exact dot product of its row's block
-//   dot_vectors (kVectors > 1)    the same sums for kVectors blocks of activation quants at once,
-//                                 each weight register loaded once for all of them
+//   dot_vectors<V> (kVectors > 1) the same sums for V (2 to kVectors) blocks of activation quants
+//                                 at once, each weight register loaded once for all of them
 // Each step multiplies a register of weights by the step's 4 activation quants broadcast to
 // every lane: no horizontal sums. Quants are in [-127, 127], so no step saturates.
 // Specialisations of a template on the architecture only (see README.md).
@@ -190,19 +191,21 @@ struct Q8GroupDot<xsimd::avx512bw> {
   }
   // x[v]: vector v's block of quants; offsets[v]: offset_of(x[v]). The activation quants are
   // broadcast from memory by each vpdpbusd; the sums are those of dot, in any order (exact).
+  template <std::size_t V>
   static void dot_vectors(const int8_t* w, const int8_t* const* x, const __m512i* offsets,
                           xsimd::batch<int32_t, A>* sums) {
+    static_assert(V >= 2 && V <= kVectors, "2 to kVectors vectors");
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i acc[kVectors];
-    for (std::size_t v = 0; v < kVectors; ++v) acc[v] = offsets[v];
+    __m512i acc[V];
+    for (std::size_t v = 0; v < V; ++v) acc[v] = offsets[v];
     for (std::size_t s = 0; s < 8; ++s) {
       const __m512i unsigned_w = _mm512_xor_si512(_mm512_loadu_si512(w + s * 64), flip);
-      for (std::size_t v = 0; v < kVectors; ++v) {
+      for (std::size_t v = 0; v < V; ++v) {
         acc[v] =
             _mm512_dpbusd_epi32(acc[v], unsigned_w, _mm512_set1_epi32(q8_step_quants<A>(x[v], s)));
       }
     }
-    for (std::size_t v = 0; v < kVectors; ++v) sums[v] = acc[v];
+    for (std::size_t v = 0; v < V; ++v) sums[v] = acc[v];
   }
   static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));

@@ -498,12 +498,13 @@ TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
 
 // A batch of sequences must decode as each would alone. Shapes: odd row counts, panels of 16 KB
 // (100 rows of 2048 columns are several), odd vector counts and counts that the VNNI table takes 4
-// at a time (and the rest alone), a stride wider than the data. One vector alone, and two, take
-// passes of one group (kQ8OneGroupVectors), more vectors passes of kGroups: both against alone.
+// at a time (and the rest together, or alone), a stride wider than the data. One vector alone, and
+// two, take passes of one group (kQ8OneGroupVectors), more vectors passes of kGroups: both against
+// alone.
 TEST_P(QuantizedIsaTest, GemvQ8BatchHasTheBitsOfGemv) {
   for (std::size_t rows : {1, 3, 4, 5, 17, 100, 200}) {
     for (std::size_t cols : kQ8Cols) {
-      for (std::size_t vectors : {1, 2, 3, 5, 9, 16}) {
+      for (std::size_t vectors : {1, 2, 3, 5, 6, 7, 9, 16}) {
         const std::size_t y_stride = rows + 5;
         const Q8 w = pack(rows, cols, quantize(ref(), varied_values(rows * cols, 40)));
         const Q8 x = quantize(ref(), random_vector(vectors * cols, -2.0f, 2.0f, 41));
