@@ -158,10 +158,9 @@ template <class A, std::size_t G, std::size_t V>
 
 // Passes of G groups, then group by group, each pass for every vector while its weights stay in
 // cache (kVectors vectors at once where the architecture takes several, then the 2 or more left
-// together); meanwhile each vector
-// asks for a share of the next pass's weights (one vector alone: where kPrefetchAlone). A row's
-// result does not depend on the rows or vectors computed with it, so each vector of a batch gets
-// the bits of gemv_q8_0.
+// together); meanwhile each vector asks for a share of the next pass's weights (one vector alone:
+// where kPrefetchAlone). A row's result does not depend on the rows or vectors computed with it,
+// so each vector of a batch gets the bits of gemv_q8_0.
 template <class A, std::size_t G>
 void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                       std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
@@ -206,7 +205,7 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
       }
     }
     for (; v < n_vectors; ++v) {
-      const auto [pq, pd] = shares(r, together + v - together * V, calls, kPassRows);
+      const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
       gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
                              bias ? bias + r : nullptr, kPassRows, y + v * y_stride + r, pq, pd);
     }
