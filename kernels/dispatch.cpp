@@ -5,6 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(AFT_KERNELS_X86)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
+
 #include "kernels/isa_tables.h"
 #include "kernels/kernels.h"
 
@@ -15,6 +23,7 @@ struct Isa {
   const char* name;
   const KernelTable& (*table)();
   bool (*supported)();
+  bool by_name_only = false;  // never the default: chosen only when AFT_ISA names it
 };
 
 #if defined(AFT_KERNELS_X86)
@@ -31,6 +40,30 @@ bool has_avx512() {
 }
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 bool has_avx512bf16() { return has_avx512vnni() && __builtin_cpu_supports("avx512bf16"); }
+// AMX's tiles and int8 products (CPUID leaf 7: EDX bits 24, 25), the OS saving the tile state
+// (XCR0 bits 17, 18), and on Linux the process's permission to use it, asked for once
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA): without it the first tile instruction
+// is a SIGILL. The table's float work also needs AVX512CD.
+bool request_amx_int8() {
+  if (!has_avx512bf16() || !__builtin_cpu_supports("avx512cd")) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  asm volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+bool has_amx_int8() {
+  static const bool granted = request_amx_int8();
+  return granted;
+}
 bool has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -41,6 +74,8 @@ bool always() { return true; }
 // Best first.
 constexpr Isa kIsas[] = {
 #if defined(AFT_KERNELS_X86)
+    // Opt-in until measured against the VNNI kernels on an AMX machine (isa_avx512amx.cpp).
+    {"avx512amx", avx512amx_kernels, has_amx_int8, true},
     {"avx512bf16", avx512bf16_kernels, has_avx512bf16},
     {"avx512vnni", avx512vnni_kernels, has_avx512vnni},
     {"avx512", avx512_kernels, has_avx512},
@@ -53,8 +88,8 @@ constexpr Isa kIsas[] = {
     {"scalar", scalar_kernels, always},
 };
 
-constexpr const char* kKnownNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
-                                       "sse2",       "neon",       "scalar"};
+constexpr const char* kKnownNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
+                                       "avx2",      "sse2",       "neon",       "scalar"};
 
 bool is_known_name(const char* name) {
   for (const char* known : kKnownNames) {
@@ -65,7 +100,7 @@ bool is_known_name(const char* name) {
 
 const KernelTable& best_kernels() {
   for (const Isa& isa : kIsas) {
-    if (isa.supported()) return isa.table();
+    if (!isa.by_name_only && isa.supported()) return isa.table();
   }
   return scalar_kernels();
 }
@@ -89,8 +124,17 @@ KernelChoice choose_kernels(const char* requested) {
     return {&best, asked + " is not available on this CPU or build; using " + best.isa};
   }
   return {&best,
-          asked + " is unknown (expected scalar, sse2, avx2, avx512, avx512vnni or neon); using " +
+          asked +
+              " is unknown (expected scalar, sse2, avx2, avx512, avx512vnni, avx512bf16, avx512amx "
+              "or neon); using " +
               best.isa};
+}
+
+GemvBatchQ8 emulated_tiles_gemv_batch_q8_0() {
+#if defined(AFT_KERNELS_X86)
+  if (has_avx512bf16() && __builtin_cpu_supports("avx512cd")) return gemv_batch_q8_0_emulated_tiles;
+#endif
+  return nullptr;
 }
 
 const KernelChoice& active_kernel_choice() {

@@ -12,7 +12,8 @@
 namespace aft::kernels {
 
 struct KernelTable {
-  const char* isa;  // "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"
+  const char* isa;  // "avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon",
+                    // "scalar"
 
   // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w row-major, row stride
   // cols.
@@ -176,10 +177,16 @@ constexpr std::size_t kFmaProbeMaxChains = 256;
 const KernelTable& scalar_kernels();
 
 // The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "avx512bf16",
-// "neon"), or null
-// when the name is unknown, the ISA is not built for this target, or this CPU (and OS) cannot run
-// it.
+// "avx512amx", "neon"), or null when the name is unknown, the ISA is not built for this target, or
+// this CPU (and OS) cannot run it. "avx512amx" is only ever chosen by name (AFT_ISA).
 const KernelTable* kernels_for_isa(const char* isa);
+
+// The avx512amx table's gemv_batch_q8_0 with AMX's tile instructions emulated in plain C++
+// (emulated_tiles.h): the tile kernel's test where the CPU has no AMX. Null where the CPU cannot
+// run the table's other instructions (the avx512bf16 table's and AVX512CD) or the build has no
+// x86 kernels.
+using GemvBatchQ8 = decltype(KernelTable::gemv_batch_q8_0);
+GemvBatchQ8 emulated_tiles_gemv_batch_q8_0();
 
 // The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
 struct KernelChoice {
@@ -192,7 +199,7 @@ struct KernelChoice {
 KernelChoice choose_kernels(const char* requested);
 
 // The choice for this CPU and the environment variable AFT_ISA ("scalar", "sse2", "avx2",
-// "avx512", "avx512vnni", "avx512bf16", "neon"), made once; forcing an ISA the CPU lacks falls back
+// "avx512", "avx512vnni", "avx512bf16", "avx512amx", "neon"), made once; forcing an ISA the CPU lacks falls back
 // to the best one it has, with a warning the engine logs.
 const KernelChoice& active_kernel_choice();
 inline const KernelTable& active_kernels() { return *active_kernel_choice().table; }

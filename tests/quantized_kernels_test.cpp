@@ -30,8 +30,8 @@ constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels 
 constexpr std::size_t kBlock = kQ8BlockSize;
 
 // Every ISA name dispatch knows; those this CPU (or build) lacks are skipped.
-constexpr const char* kIsaNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
-                                     "sse2",       "neon",       "scalar"};
+constexpr const char* kIsaNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
+                                     "avx2",      "sse2",       "neon",       "scalar"};
 
 float from_bits(uint32_t bits) {
   float value;
@@ -128,6 +128,20 @@ TEST(QuantizedDispatch, Avx512NeedsBytesAndVnniAndBf16AreBestWhereThere) {
   if (vnni) {
     EXPECT_STREQ(choose_kernels(nullptr).table->isa, bf16 ? "avx512bf16" : "avx512vnni");
   }
+}
+
+// The AMX table is never the default; named, it is chosen where the CPU and the OS allow it.
+TEST(QuantizedDispatch, AmxIsChosenOnlyByName) {
+  EXPECT_STRNE(choose_kernels(nullptr).table->isa, "avx512amx");
+  const KernelTable* amx = kernels_for_isa("avx512amx");
+  if (amx == nullptr) {
+    EXPECT_NE(choose_kernels("avx512amx").warning.find("not available"), std::string::npos);
+    GTEST_SKIP() << "skipped: CPU (or OS) has no AMX int8";
+  }
+  EXPECT_EQ(choose_kernels("avx512amx").table, amx);
+  EXPECT_EQ(choose_kernels("avx512amx").warning, "");
+  ASSERT_NE(kernels_for_isa("avx512bf16"), nullptr);  // its other entries
+  EXPECT_EQ(amx->gemv_q8_0, kernels_for_isa("avx512vnni")->gemv_q8_0);
 }
 #endif
 
@@ -504,7 +518,7 @@ TEST_P(QuantizedIsaTest, GemvQ8ExtremeQuantsAreExact) {
 TEST_P(QuantizedIsaTest, GemvQ8BatchHasTheBitsOfGemv) {
   for (std::size_t rows : {1, 3, 4, 5, 17, 100, 200}) {
     for (std::size_t cols : kQ8Cols) {
-      for (std::size_t vectors : {1, 2, 3, 5, 6, 7, 9, 16}) {
+      for (std::size_t vectors : {1, 2, 3, 5, 6, 7, 9, 16, 33}) {
         const std::size_t y_stride = rows + 5;
         const Q8 w = pack(rows, cols, quantize(ref(), varied_values(rows * cols, 40)));
         const Q8 x = quantize(ref(), random_vector(vectors * cols, -2.0f, 2.0f, 41));
@@ -715,6 +729,54 @@ TEST(QuantizedDispatch, VdpbfHasTheBitsOfItsEmulation) {
                                    nullptr, want.data(), rows);
       for (std::size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(to_bits(got[i]), to_bits(want[i])) << cols << " columns, value " << i;
+      }
+    }
+  }
+}
+
+// The tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h), where the CPU
+// runs the table's other instructions: the bits of the VNNI GEMV for every vector. Shapes: whole
+// and partial groups of rows, an odd number of blocks (the last block without a partner) and one
+// block, one tile of vectors, two, and two with 3 more for the VNNI batch; quants at +-127 (the
+// largest sums) and varied ones; a stride wider than the rows.
+TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
+  const GemvBatchQ8 tiles = emulated_tiles_gemv_batch_q8_0();
+  if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
+  const KernelTable* vnni = kernels_for_isa("avx512vnni");
+  ASSERT_NE(vnni, nullptr);
+  for (std::size_t rows : {1, 5, 16, 17, 100}) {
+    for (std::size_t cols : {32, 96, 512, 2048}) {
+      for (std::size_t vectors : {16, 32, 35}) {
+        for (bool extreme : {false, true}) {
+          Q8 w = quantize(scalar_kernels(), varied_values(rows * cols, 50));
+          Q8 x = quantize(scalar_kernels(), random_vector(vectors * cols, -2.0f, 2.0f, 51));
+          if (extreme) {
+            for (std::size_t i = 0; i < w.q.size(); ++i) w.q[i] = i % 3 ? 127 : -127;
+            for (std::size_t i = 0; i < x.q.size(); ++i) x.q[i] = i % 5 ? -127 : 127;
+          }
+          const Q8 p = pack(rows, cols, w);
+          const auto bias = random_vector(rows, -1.0f, 1.0f, 52);
+          const std::size_t y_stride = rows + 3;
+          for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+            std::vector<float> y(vectors * y_stride + 16, kGuard);
+            tiles(rows, cols, p.q.data(), p.d.data(), vectors, x.q.data(), x.d.data(), b, y.data(),
+                  y_stride);
+            for (std::size_t v = 0; v < vectors; ++v) {
+              std::vector<float> alone(rows);
+              vnni->gemv_q8_0(rows, cols, p.q.data(), p.d.data(), &x.q[v * cols],
+                              &x.d[v * cols / kBlock], b, alone.data());
+              for (std::size_t r = 0; r < rows; ++r) {
+                ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
+                    << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row "
+                    << r << (extreme ? ", quants at 127" : "");
+              }
+              for (std::size_t r = rows; r < y_stride && v + 1 < vectors; ++r) {
+                ASSERT_EQ(y[v * y_stride + r], kGuard) << "wrote between rows of the output";
+              }
+            }
+            for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+          }
+        }
       }
     }
   }

@@ -1,0 +1,125 @@
+// The q8_0 batch GEMV on tiles of int8 products: AMX's TMUL (isa_avx512amx.cpp), or the same
+// instructions emulated (emulated_tiles.h) where the CPU has none, to test the kernel.
+//
+// Per group of 16 weight rows and 16 activation vectors, each block of 32 columns is one tile
+// product C = A B (tdpbssd):
+//   A: the 16 vectors' quants of the block, 16 rows of 32 bytes (row stride cols);
+//   B: the group's packed block (packed_weights.h: 8 steps of the 16 rows' 4 quants), which is
+//      the layout tdpbssd takes: K / 4 = 8 rows of 16 columns of 4 quants;
+//   C: 16 x 16 exact int32 sums, row = vector, column = weight row.
+// C is stored, and each vector's 16 row sums take fma(float(sums), wd * xd, acc), block after
+// block: the integer sums and the float operations of gemv_groups_q8_0 (q8_0.hpp) in its order,
+// so each vector gets the bits of gemv_q8_0 of the table whose float arithmetic this is (16 float
+// lanes: the AVX-512 tables).
+//
+// A Tiles policy runs the tile instructions:
+//   configure(const TileConfig&)  ldtilecfg (zeroes every tile)
+//   release()                     tilerelease
+//   product<kSet>(x, x_stride, w, c)
+//                                 tiles 3 kSet, + 1, + 2 (C, A, B): tilezero C; tileloadd A from x
+//                                 (rows x_stride bytes apart); tileloadd B from w (64 bytes
+//                                 apart); tdpbssd C, A, B; tilestored C to c (64 bytes apart)
+// Two sets, used block by block in turn, so that one block's product can run while the previous
+// one's sums are scaled.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/kernels.h"
+
+namespace aft::kernels::simd {
+
+// The 64-byte operand of ldtilecfg, palette 1 (Intel SDM, "Intel AMX"): per tile its rows and
+// bytes per row; unused tiles 0 x 0; reserved bytes 0.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+// Vectors per tile product: the rows of A and C.
+constexpr std::size_t kQ8TileVectors = 16;
+
+// Tiles 3 s (C: 16 vectors x 16 int32 sums), 3 s + 1 (A: 16 vectors x 32 quants) and 3 s + 2
+// (B: 8 steps x 16 rows x 4 quants), for the sets s = 0, 1.
+constexpr TileConfig q8_0_tile_config() {
+  TileConfig config;
+  for (std::size_t set = 0; set < 2; ++set) {
+    config.rows[3 * set] = kQ8TileVectors;
+    config.colsb[3 * set] = kQ8GroupRows * sizeof(int32_t);
+    config.rows[3 * set + 1] = kQ8TileVectors;
+    config.colsb[3 * set + 1] = kQ8BlockSize;
+    config.rows[3 * set + 2] = kQ8BlockSize / 4;
+    config.colsb[3 * set + 2] = kQ8GroupRows * 4;
+  }
+  return config;
+}
+
+// acc[v] = fma(float(c[v][0, 16)), w_scales * x_scales[v * x_stride], acc[v]) for each of the 16
+// vectors: one block's sums, as gemv_groups_q8_0 adds them.
+template <class A>
+[[gnu::always_inline]] inline void add_tile_sums(const int32_t* c, const float* w_scales,
+                                                 const float* x_scales, std::size_t x_stride,
+                                                 xsimd::batch<float, A>* acc) {
+  using B = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  const B ws = B::load_unaligned(w_scales);
+  for (std::size_t v = 0; v < kQ8TileVectors; ++v) {
+    acc[v] = xsimd::fma(xsimd::batch_cast<float>(I::load_aligned(c + v * kQ8GroupRows)),
+                        ws * B(x_scales[v * x_stride]), acc[v]);
+  }
+}
+
+// gemv_batch_q8_0 (kernels.h) for a multiple of kQ8TileVectors vectors. For each group, vector
+// tiles pass in turn while the group's weights stay in cache.
+template <class A, class Tiles>
+void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                           std::size_t n_vectors, const int8_t* xq, const float* xd,
+                           const float* bias, float* y, std::size_t y_stride) {
+  using B = xsimd::batch<float, A>;
+  static_assert(B::size == kQ8GroupRows, "a vector's sums of a group are one float batch");
+  constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
+  static constexpr TileConfig kConfig = q8_0_tile_config();
+  const std::size_t blocks = cols / kQ8BlockSize;
+  alignas(64) int32_t c[2][kQ8TileVectors * kQ8GroupRows];
+  alignas(64) float out[kQ8GroupRows];
+  Tiles::configure(kConfig);
+  for (std::size_t r = 0; r < rows; r += kQ8GroupRows) {
+    const std::size_t n = std::min(kQ8GroupRows, rows - r);
+    const int8_t* w = wq + r * cols;  // the group's blocks, kGroupBytes each
+    const float* wscale = wd + r * blocks;
+    for (std::size_t v0 = 0; v0 < n_vectors; v0 += kQ8TileVectors) {
+      const int8_t* x = xq + v0 * cols;
+      const float* xscale = xd + v0 * blocks;
+      B acc[kQ8TileVectors];
+      for (B& a : acc) a = B(0.0f);
+      std::size_t b = 0;
+      for (; b + 2 <= blocks; b += 2) {
+        Tiles::template product<0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
+        Tiles::template product<1>(x + (b + 1) * kQ8BlockSize, cols, w + (b + 1) * kGroupBytes,
+                                   c[1]);
+        add_tile_sums<A>(c[0], wscale + b * kQ8GroupRows, xscale + b, blocks, acc);
+        add_tile_sums<A>(c[1], wscale + (b + 1) * kQ8GroupRows, xscale + b + 1, blocks, acc);
+      }
+      if (b < blocks) {
+        Tiles::template product<0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
+        add_tile_sums<A>(c[0], wscale + b * kQ8GroupRows, xscale + b, blocks, acc);
+      }
+      for (std::size_t v = 0; v < kQ8TileVectors; ++v) {
+        acc[v].store_aligned(out);
+        float* to = y + (v0 + v) * y_stride + r;
+        for (std::size_t i = 0; i < n; ++i) to[i] = bias ? out[i] + bias[r + i] : out[i];
+      }
+    }
+  }
+  Tiles::release();
+}
+
+}  // namespace aft::kernels::simd
