@@ -71,6 +71,7 @@ template <class A>
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   const B ws = B::load_unaligned(w_scales);
+#pragma GCC unroll 16
   for (std::size_t v = 0; v < kQ8TileVectors; ++v) {
     acc[v] = xsimd::fma(xsimd::batch_cast<float>(I::load_aligned(c + v * kQ8GroupRows)),
                         ws * B(x_scales[v * x_stride]), acc[v]);
@@ -99,6 +100,7 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
       const int8_t* x = xq + v0 * cols;
       const float* xscale = xd + v0 * blocks;
       B acc[kQ8TileVectors];
+#pragma GCC unroll 16
       for (B& a : acc) a = B(0.0f);
       std::size_t b = 0;
       for (; b + 2 <= blocks; b += 2) {
@@ -112,6 +114,7 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
         Tiles::template product<0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
         add_tile_sums<A>(c[0], wscale + b * kQ8GroupRows, xscale + b, blocks, acc);
       }
+#pragma GCC unroll 16
       for (std::size_t v = 0; v < kQ8TileVectors; ++v) {
         acc[v].store_aligned(out);
         float* to = y + (v0 + v) * y_stride + r;
