@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
   std::printf("\n|---|---|---|");
   for (std::size_t i = 0; i < sizeof kVectors / sizeof kVectors[0]; ++i) std::printf("---:|");
   std::printf("\n");
-  for (const char* isa : {"avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
+  for (const char* isa :
+       {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
     const KernelTable* k = aft::kernels::kernels_for_isa(isa);
     if (!k || (only && std::strcmp(only, isa) != 0)) continue;
     Problem cached(*k, rows, cols, 1, max_vectors);
