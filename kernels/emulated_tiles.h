@@ -22,7 +22,8 @@ struct EmulatedTiles {
   static constexpr int kMaxBytes = 64;  // palette 1, per row
 
   static void configure(const TileConfig& config) {
-    if (config.palette != 1) fail("ldtilecfg: palette %d (only palette 1 is emulated)", config.palette);
+    if (config.palette != 1)
+      fail("ldtilecfg: palette %d (only palette 1 is emulated)", config.palette);
     if (config.start_row != 0) fail("ldtilecfg: start_row %d is not 0", config.start_row);
     for (uint8_t reserved : config.reserved) {
       if (reserved != 0) fail("ldtilecfg: a reserved byte is %d, not 0", reserved);

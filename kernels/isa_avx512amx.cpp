@@ -50,9 +50,9 @@ struct AmxTiles {
 
 // Whole tiles of vectors on the tiles, the rest on the VNNI table's batch GEMV.
 template <class Tiles>
-void gemv_batch_q8_0_on_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
-                              const float* wd, std::size_t n_vectors, const int8_t* xq,
-                              const float* xd, const float* bias, float* y, std::size_t y_stride) {
+void gemv_batch_q8_0_on_tiles(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
+                              std::size_t n_vectors, const int8_t* xq, const float* xd,
+                              const float* bias, float* y, std::size_t y_stride) {
   const std::size_t tiled = n_vectors - n_vectors % simd::kQ8TileVectors;
   if (tiled > 0) {
     simd::gemv_batch_q8_0_tiles<Arch, Tiles>(rows, cols, wq, wd, tiled, xq, xd, bias, y, y_stride);

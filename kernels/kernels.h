@@ -199,8 +199,8 @@ struct KernelChoice {
 KernelChoice choose_kernels(const char* requested);
 
 // The choice for this CPU and the environment variable AFT_ISA ("scalar", "sse2", "avx2",
-// "avx512", "avx512vnni", "avx512bf16", "avx512amx", "neon"), made once; forcing an ISA the CPU lacks falls back
-// to the best one it has, with a warning the engine logs.
+// "avx512", "avx512vnni", "avx512bf16", "avx512amx", "neon"), made once; forcing an ISA the CPU
+// lacks falls back to the best one it has, with a warning the engine logs.
 const KernelChoice& active_kernel_choice();
 inline const KernelTable& active_kernels() { return *active_kernel_choice().table; }
 

@@ -767,8 +767,8 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
                               &x.d[v * cols / kBlock], b, alone.data());
               for (std::size_t r = 0; r < rows; ++r) {
                 ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
-                    << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row "
-                    << r << (extreme ? ", quants at 127" : "");
+                    << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r
+                    << (extreme ? ", quants at 127" : "");
               }
               for (std::size_t r = rows; r < y_stride && v + 1 < vectors; ++r) {
                 ASSERT_EQ(y[v * y_stride + r], kGuard) << "wrote between rows of the output";
