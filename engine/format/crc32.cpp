@@ -27,8 +27,8 @@ constexpr Path kPaths[] = {
 
 // The fastest CRC path an instruction set of the kernels allows.
 const char* widest_for(const char* isa) {
-  if (std::strncmp(isa, "avx512", 6) == 0)
-    return "vpclmul";  // and avx512vnni, avx512bf16, avx512amx
+  // avx512 and the tables built on it: avx512vnni, avx512bf16, avx512amx.
+  if (std::strncmp(isa, "avx512", 6) == 0) return "vpclmul";
   if (std::strcmp(isa, "avx2") == 0) return "pclmul";
   if (std::strcmp(isa, "neon") == 0) return "armv8-crc";
   return "table";  // scalar, sse2
