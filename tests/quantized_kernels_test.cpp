@@ -734,6 +734,7 @@ TEST(QuantizedDispatch, VdpbfHasTheBitsOfItsEmulation) {
   }
 }
 
+#if defined(__x86_64__)
 // The tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h), where the CPU
 // runs the table's other instructions: the bits of the VNNI GEMV for every vector. Shapes: whole
 // and partial groups of rows, an odd number of blocks (the last block without a partner) and one
@@ -781,6 +782,7 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
     }
   }
 }
+#endif
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedIsaTest, testing::ValuesIn(kIsaNames),
                          [](const testing::TestParamInfo<const char*>& info) {

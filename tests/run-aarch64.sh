@@ -90,7 +90,7 @@ run_test() {
     failures+=("$test, AFT_ISA=$isa: $ran of ${passed:-0} passed tests ran (skipped in set-up?)")
   fi
   if grep -E '^\[  SKIPPED \] [^ ]+ \(' "$log" |
-    grep -Evq '/(avx512bf16|avx512vnni|avx512|avx2|sse2) \(|OnMatrixUnits|Vdpbf'; then
+    grep -Evq '/(avx512amx|avx512bf16|avx512vnni|avx512|avx2|sse2) \(|OnMatrixUnits|Vdpbf'; then
     failures+=("$test, AFT_ISA=$isa: tests skipped")
   fi
   if [[ "$test" == *kernels_test ]] &&
