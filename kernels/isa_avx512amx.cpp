@@ -11,7 +11,9 @@
 #include "kernels/isa_tables.h"
 #include "kernels/q8_0_tiles.hpp"
 
-#if !XSIMD_WITH_AVX512CD || !defined(__AMX_TILE__) || !defined(__AMX_INT8__)
+// GCC spells the macros __AMX_TILE__ and __AMX_INT8__, Clang __AMXTILE__ and __AMXINT8__.
+#if !XSIMD_WITH_AVX512CD || !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || \
+    !(defined(__AMX_INT8__) || defined(__AMXINT8__))
 #error "isa_avx512amx.cpp must be compiled with -mavx512cd -mamx-tile -mamx-int8"
 #endif
 
