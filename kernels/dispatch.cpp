@@ -40,12 +40,14 @@ bool has_avx512() {
 }
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 bool has_avx512bf16() { return has_avx512vnni() && __builtin_cpu_supports("avx512bf16"); }
+// The avx512amx table without its tiles: the avx512bf16 table's instructions and AVX512CD.
+bool runs_amx_table_float_work() { return has_avx512bf16() && __builtin_cpu_supports("avx512cd"); }
 // AMX's tiles and int8 products (CPUID leaf 7: EDX bits 24, 25), the OS saving the tile state
 // (XCR0 bits 17, 18), and on Linux the process's permission to use it, asked for once
 // (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA): without it the first tile instruction
-// is a SIGILL. The table's float work also needs AVX512CD.
+// is a SIGILL.
 bool request_amx_int8() {
-  if (!has_avx512bf16() || !__builtin_cpu_supports("avx512cd")) return false;
+  if (!runs_amx_table_float_work()) return false;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
@@ -132,7 +134,7 @@ KernelChoice choose_kernels(const char* requested) {
 
 GemvBatchQ8 emulated_tiles_gemv_batch_q8_0() {
 #if defined(AFT_KERNELS_X86)
-  if (has_avx512bf16() && __builtin_cpu_supports("avx512cd")) return gemv_batch_q8_0_emulated_tiles;
+  if (runs_amx_table_float_work()) return gemv_batch_q8_0_emulated_tiles;
 #endif
   return nullptr;
 }
