@@ -44,13 +44,7 @@ struct Bf16PairProducts {
   static constexpr std::size_t kStep = 2 * U::size;
   static constexpr bool kWholeBatches = true;  // packed rows: zeros up to a whole chunk
   // A batch is a whole 64-byte line of a row here, twice the f32 kernel's bf16 batch, and the
-  // products half the instructions: measured in the engine on a Zen 4 (vdpbf16ps, enwik8 decode),
-  // one vector streamed its 512-wide layers at 18-20 GB/s in blocks of 4 rows, one batch per turn
-  // and no software prefetch, at 10-14 GB/s in blocks of 8 rows, two batches per turn and the
-  // prefetch of the f32 kernel (the prefetches compete with the loads for the line fill buffers).
-  // A batch of 16 was 1.25x faster with the prefetch than without.
-  static constexpr std::size_t kRowsAlone = 4;
-  static constexpr bool kPrefetchAlone = false;
+  // products half the instructions (see Bf16PairRows for one vector's blocks).
   // Batches of 2 to 8 read 18-22 GB/s prefetching to L1, 17-18 to L2 (aft-gemv-bench, Zen 4).
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   static constexpr std::size_t kBatchesPerTurn = 1;
@@ -76,8 +70,6 @@ struct Bf16PairProducts<xsimd::avx512dq> {
   using X = U;
   static constexpr std::size_t kStep = 2 * U::size;
   static constexpr bool kWholeBatches = true;
-  static constexpr std::size_t kRowsAlone = 4;
-  static constexpr bool kPrefetchAlone = false;
   // Batches of 2 to 8 read 18-22 GB/s prefetching to L1, 17-18 to L2 (aft-gemv-bench, Zen 4).
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   static constexpr std::size_t kBatchesPerTurn = 1;
@@ -100,6 +92,14 @@ struct Bf16PairRows {
   using Products = Bf16PairProducts<A>;
   using U = xsimd::batch<uint32_t, A>;
   static_assert(kBf16ChunkCols % Products::kStep == 0, "a batch is within one chunk");
+  static constexpr std::size_t kGroupRows = kBf16GroupRows;
+  // Measured in the engine on a Zen 4 (vdpbf16ps, enwik8 decode): one vector streamed its
+  // 512-wide layers at 18-20 GB/s in blocks of 4 rows (a group: one stream), one batch per turn
+  // and no software prefetch, at 10-14 GB/s in blocks of 8 rows, two batches per turn and the
+  // prefetch of the f32 kernel (the prefetches compete with the loads for the line fill buffers).
+  // A batch of 16 was 1.25x faster with the prefetch than without.
+  static constexpr std::size_t kRowsAlone = 4;
+  static constexpr bool kPrefetchAlone = false;
   const uint16_t* w;
   std::size_t cols;
   std::size_t span() const { return bf16_packed_cols(cols); }

@@ -41,15 +41,11 @@ struct FloatInputProducts {
   using X = B;
   static constexpr std::size_t kStep = B::size;
   static constexpr bool kWholeBatches = false;  // the last columns may be a partial batch
-  // One vector: blocks of 8 rows, whose 8 independent FMA chains keep enough loads in flight, and
-  // the next rows' weights prefetched (simd_prefetch.hpp; batches always prefetch); two column
-  // batches per turn of the loop where registers allow (gemv_batches_per_turn).
-  static constexpr std::size_t kRowsAlone = 8;
-  static constexpr bool kPrefetchAlone = true;
   // Prefetched to L2: measured on a Zen 4 (aft-gemv-bench, weights from memory), one vector read
   // 18-20 GB/s and 16 vectors 8-9, against 10-12 and 7 to L1; enwik8 f32 decoded 15-25% faster
   // alone and 12-40% in batches of 16 (docs/benchmarks.md).
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL2;
+  // Two column batches per turn of the loop where registers allow (gemv_batches_per_turn).
   static constexpr std::size_t kBatchesPerTurn = 2;
   static X load_x(const float* x, std::size_t c) { return B::load_unaligned(x + c); }
   static X load_x_tail(const float* x, std::size_t c, std::size_t count) {
@@ -61,13 +57,24 @@ struct FloatInputProducts {
 // The weights as the GEMV reads them: load(r, c), the batch of row r from column c (a multiple of
 // Products::kStep), as Products::madd multiplies it by Products::load_x(x, c); load_tail(r, c,
 // count), its first count columns and zeros; row(r), where row r starts (the rows of a block of
-// rows follow it contiguously); span(), the columns the batches cover. Row-major f32, as the model
-// file stores them and the matrix products read them.
+// rows follow it contiguously); span(), the columns the batches cover; kGroupRows, the rows that
+// a block of rows must hold a multiple of; kRowsAlone and kPrefetchAlone, the block of rows of
+// one vector and whether it prefetches the next block (batches always do). Row-major f32, as the
+// model file stores them and the matrix products read them.
 template <class A>
 struct F32Rows {
   using Value = float;
   using Products = FloatInputProducts<A>;
   using B = xsimd::batch<float, A>;
+  static constexpr std::size_t kGroupRows = 1;
+  // One vector reads row after row, one sequential stream that the hardware prefetchers follow
+  // alone: measured on a Zen 4 (weights from memory on 2 MiB pages, one thread), 512 x 512 and
+  // 2048 x 512 matrices read 28-29 GB/s against 23-25 in blocks of 8 rows with the next block
+  // prefetched (8 streams), the read probe 30-32. One FMA chain then carries the row: a batch of
+  // 32 bytes or more per FMA latency outruns memory; 16-byte batches (SSE2, NEON) would not, and
+  // keep blocks of 8 rows, 8 chains.
+  static constexpr std::size_t kRowsAlone = B::size >= 8 ? 1 : 8;
+  static constexpr bool kPrefetchAlone = kRowsAlone > 1;
   const float* w;
   std::size_t cols;
   std::size_t span() const { return cols; }
@@ -87,6 +94,13 @@ struct Bf16PackedRows {
   using U = xsimd::batch<uint32_t, A>;
   static constexpr std::size_t kHalf = kBf16ChunkCols / 2;
   static_assert(U::size <= kHalf, "a batch is within one half of a chunk");
+  static constexpr std::size_t kGroupRows = kBf16GroupRows;
+  // One vector: blocks of 8 rows, whose 8 independent FMA chains keep enough loads in flight, and
+  // the next rows' weights prefetched (simd_prefetch.hpp). One group at a time without the
+  // prefetch, one stream as F32Rows reads, decoded the 430M shape in bf16 no faster on a Zen 4
+  // (AFT_ISA=avx512: 25.9 against 26.0 ms a token at 1 thread, 29 GB/s either way).
+  static constexpr std::size_t kRowsAlone = 8;
+  static constexpr bool kPrefetchAlone = true;
   const uint16_t* w;
   std::size_t cols;
   std::size_t span() const { return cols; }
@@ -250,14 +264,14 @@ template <class A, std::size_t R, class Rows>
 void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
                std::size_t n_vectors, const typename Rows::Products::Input* x, std::size_t x_stride,
                const float* bias, float* y, std::size_t y_stride) {
-  static_assert(R % kBf16GroupRows == 0, "a block is whole groups of packed bf16");
+  static_assert(R % Rows::kGroupRows == 0, "a block is whole groups of the layout's rows");
   constexpr std::size_t V = gemv_batch_vectors<A>();
   const Rows weights{w, cols};
   const std::size_t block_bytes =
       static_cast<const char*>(weights.row(R)) - reinterpret_cast<const char*>(w);
   std::size_t r = 0;
   for (; r + R <= rows; r += R) {
-    const bool more = (n_vectors > 1 || Rows::Products::kPrefetchAlone) && r + 2 * R <= rows;
+    const bool more = (n_vectors > 1 || Rows::kPrefetchAlone) && r + 2 * R <= rows;
     const char* next = more ? static_cast<const char*>(weights.row(r + R)) : nullptr;
     const float* b = bias ? bias + r : nullptr;
     if constexpr (std::is_same<Rows, Bf16PackedRows<A>>::value) {
@@ -288,11 +302,11 @@ void gemv_batch(std::size_t rows, std::size_t cols, const typename Rows::Value* 
   gemv_rows<A, kGemvRows, Rows>(rows, cols, w, n_vectors, x, x_stride, bias, y, y_stride);
 }
 
-// One vector: blocks of Products::kRowsAlone rows.
+// One vector: blocks of Rows::kRowsAlone rows.
 template <class A, class Rows>
 void gemv(std::size_t rows, std::size_t cols, const typename Rows::Value* w,
           const typename Rows::Products::Input* x, const float* bias, float* y) {
-  gemv_rows<A, Rows::Products::kRowsAlone, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
+  gemv_rows<A, Rows::kRowsAlone, Rows>(rows, cols, w, 1, x, 0, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd
