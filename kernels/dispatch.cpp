@@ -42,15 +42,16 @@ bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnn
 bool has_avx512bf16() { return has_avx512vnni() && __builtin_cpu_supports("avx512bf16"); }
 // The avx512amx table without its tiles: the avx512bf16 table's instructions and AVX512CD.
 bool runs_amx_table_float_work() { return has_avx512bf16() && __builtin_cpu_supports("avx512cd"); }
-// AMX's tiles and int8 products (CPUID leaf 7: EDX bits 24, 25), the OS saving the tile state
-// (XCR0 bits 17, 18), and on Linux the process's permission to use it, asked for once
+// AMX's tiles, bf16 and int8 products (CPUID leaf 7: EDX bits 24, 22, 25), the OS saving the
+// tile state (XCR0 bits 17, 18), and on Linux the process's permission to use it, asked for once
 // (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA): without it the first tile instruction
 // is a SIGILL.
-bool request_amx_int8() {
+bool request_amx() {
   if (!runs_amx_table_float_work()) return false;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+  if ((edx & (kAmxBf16 | kAmxTile | kAmxInt8)) != (kAmxBf16 | kAmxTile | kAmxInt8)) return false;
   unsigned xcr0_low = 0, xcr0_high = 0;
   asm volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
   if ((xcr0_low & (3u << 17)) != (3u << 17)) return false;
@@ -62,8 +63,8 @@ bool request_amx_int8() {
   return false;
 #endif
 }
-bool has_amx_int8() {
-  static const bool granted = request_amx_int8();
+bool has_amx() {
+  static const bool granted = request_amx();
   return granted;
 }
 bool has_avx2() {
@@ -76,8 +77,8 @@ bool always() { return true; }
 // Best first.
 constexpr Isa kIsas[] = {
 #if defined(AFT_KERNELS_X86)
-    // Opt-in until measured against the VNNI kernels on an AMX machine (isa_avx512amx.cpp).
-    {"avx512amx", avx512amx_kernels, has_amx_int8, true},
+    // Opt-in until measured against the avx512bf16 table on an AMX machine (isa_avx512amx.cpp).
+    {"avx512amx", avx512amx_kernels, has_amx, true},
     {"avx512bf16", avx512bf16_kernels, has_avx512bf16},
     {"avx512vnni", avx512vnni_kernels, has_avx512vnni},
     {"avx512", avx512_kernels, has_avx512},
@@ -135,6 +136,13 @@ KernelChoice choose_kernels(const char* requested) {
 GemvBatchQ8 emulated_tiles_gemv_batch_q8_0() {
 #if defined(AFT_KERNELS_X86)
   if (runs_amx_table_float_work()) return gemv_batch_q8_0_emulated_tiles;
+#endif
+  return nullptr;
+}
+
+GemvBatchBf16Bf16 emulated_tiles_gemv_batch_bf16_bf16() {
+#if defined(AFT_KERNELS_X86)
+  if (runs_amx_table_float_work()) return gemv_batch_bf16_bf16_emulated_tiles;
 #endif
   return nullptr;
 }

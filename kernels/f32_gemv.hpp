@@ -12,13 +12,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
-#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
 #include "kernels/simd_partial.hpp"
 #include "kernels/simd_prefetch.hpp"
+#include "kernels/thread_scratch.h"
 
 namespace aft::kernels::simd {
 
@@ -278,10 +278,9 @@ void gemv_rows(std::size_t rows, std::size_t cols, const typename Rows::Value* w
       // More vectors than a block takes: widen the rows once for all the blocks, not per block
       // (a shift or mask per weight batch and block); exact, so the same bits.
       if (n_vectors > V) {
-        thread_local std::vector<float> wide;
-        if (wide.size() < R * cols) wide.resize(R * cols);
-        widen_bf16_rows<A>(R, cols, static_cast<const uint16_t*>(weights.row(r)), wide.data());
-        gemv_row_block<A, R, V>(F32Rows<A>{wide.data(), cols}, 0, n_vectors, x, x_stride, b, y + r,
+        float* wide = static_cast<float*>(thread_scratch(R * cols * sizeof(float)));
+        widen_bf16_rows<A>(R, cols, static_cast<const uint16_t*>(weights.row(r)), wide);
+        gemv_row_block<A, R, V>(F32Rows<A>{wide, cols}, 0, n_vectors, x, x_stride, b, y + r,
                                 y_stride, next, more ? block_bytes : 0);
         continue;
       }

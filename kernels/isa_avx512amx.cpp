@@ -1,20 +1,22 @@
 // The avx512amx kernel table: the avx512bf16 table with batches of q8_0 vectors on AMX's int8
-// tiles (q8_0_tiles.hpp), 16 vectors per tile product and the rest on the VNNI GEMV; every vector
-// gets the bits of the VNNI table's gemv_q8_0. Opt-in (AFT_ISA=avx512amx, dispatch.cpp) until it
-// has been measured against the VNNI kernels on an AMX machine. The tile kernel's float work is
-// instantiated for xsimd::avx512cd, an architecture no other table uses (see README.md).
+// tiles (q8_0_tiles.hpp: 16 vectors per tile product, the rest on the VNNI GEMV; every vector
+// gets the bits of the VNNI table's gemv_q8_0) and the bf16 x bf16 GEMVs, one vector and
+// batches, on its bf16 tiles (bf16_tiles.hpp). Opt-in (AFT_ISA=avx512amx, dispatch.cpp) until it
+// has been measured against the avx512bf16 table on an AMX machine. The q8_0 tile kernel's float
+// work is instantiated for xsimd::avx512cd, an architecture no other table uses (see README.md).
 // Compiled with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vnni -mavx512bf16 -mamx-tile
-// -mamx-int8 -mfma (see CMakeLists.txt).
-#include <immintrin.h>
-
+// -mamx-int8 -mamx-bf16 -mfma (see CMakeLists.txt).
+#include "kernels/bf16_tiles.hpp"
 #include "kernels/emulated_tiles.h"
 #include "kernels/isa_tables.h"
 #include "kernels/q8_0_tiles.hpp"
 
-// GCC spells the macros __AMX_TILE__ and __AMX_INT8__, Clang __AMXTILE__ and __AMXINT8__.
+// GCC spells the macros __AMX_TILE__, __AMX_INT8__ and __AMX_BF16__, Clang __AMXTILE__,
+// __AMXINT8__ and __AMXBF16__.
 #if !XSIMD_WITH_AVX512CD || !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || \
-    !(defined(__AMX_INT8__) || defined(__AMXINT8__))
-#error "isa_avx512amx.cpp must be compiled with -mavx512cd -mamx-tile -mamx-int8"
+    !(defined(__AMX_INT8__) || defined(__AMXINT8__)) ||                         \
+    !(defined(__AMX_BF16__) || defined(__AMXBF16__))
+#error "isa_avx512amx.cpp must be compiled with -mavx512cd -mamx-tile -mamx-int8 -mamx-bf16"
 #endif
 
 namespace aft::kernels {
@@ -22,31 +24,33 @@ namespace {
 
 using Arch = xsimd::avx512cd;
 
-// The tile instructions (GCC's intrinsics take the tile numbers as literals).
+// The tile instructions (tile_config.h's Tiles policy). The tile numbers are immediates of the
+// encoding, printed by %c; the loads and stores name memory the compiler cannot see, hence the
+// clobbers (AT&T operand order: sources first).
 struct AmxTiles {
   static void configure(const simd::TileConfig& config) {
-    // ldtilecfg's asm names 8 bytes of its operand: the whole configuration must be in memory.
-    asm volatile("" ::: "memory");
-    _tile_loadconfig(&config);
+    asm volatile("ldtilecfg %0" ::"m"(config) : "memory");
   }
-  static void release() { _tile_release(); }
-  template <int kSet>
-  static void product(const int8_t* x, std::size_t x_stride, const int8_t* w, int32_t* c) {
-    constexpr std::size_t kB = kQ8GroupRows * 4;  // B's row: the 16 rows' 4 quants
-    if constexpr (kSet == 0) {
-      _tile_zero(0);
-      _tile_loadd(1, x, x_stride);
-      _tile_loadd(2, w, kB);
-      _tile_dpbssd(0, 1, 2);
-      _tile_stored(0, c, kQ8GroupRows * sizeof(int32_t));
-    } else {
-      static_assert(kSet == 1, "two sets of tiles");
-      _tile_zero(3);
-      _tile_loadd(4, x, x_stride);
-      _tile_loadd(5, w, kB);
-      _tile_dpbssd(3, 4, 5);
-      _tile_stored(3, c, kQ8GroupRows * sizeof(int32_t));
-    }
+  static void release() { asm volatile("tilerelease" ::: "memory"); }
+  template <int t>
+  static void zero() {
+    asm volatile("tilezero %%tmm%c0" ::"i"(t));
+  }
+  template <int t>
+  static void load(const void* base, std::size_t stride) {
+    asm volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(base), "r"(stride), "i"(t) : "memory");
+  }
+  template <int t>
+  static void store(void* base, std::size_t stride) {
+    asm volatile("tilestored %%tmm%c0, (%1,%2,1)" ::"i"(t), "r"(base), "r"(stride) : "memory");
+  }
+  template <int c, int a, int b>
+  static void dpbssd() {
+    asm volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(c), "i"(a), "i"(b));
+  }
+  template <int c, int a, int b>
+  static void dpbf16ps() {
+    asm volatile("tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(c), "i"(a), "i"(b));
   }
 };
 
@@ -73,6 +77,8 @@ const KernelTable& avx512amx_kernels() {
     KernelTable table = avx512bf16_kernels();
     table.isa = "avx512amx";
     table.gemv_batch_q8_0 = &gemv_batch_q8_0_on_tiles<AmxTiles>;
+    table.gemv_bf16_bf16 = &simd::gemv_bf16_tiles<AmxTiles>;
+    table.gemv_batch_bf16_bf16 = &simd::gemv_batch_bf16_tiles<AmxTiles>;
     return table;
   }();
   return kTable;
@@ -84,6 +90,14 @@ void gemv_batch_q8_0_emulated_tiles(std::size_t rows, std::size_t cols, const in
                                     std::size_t y_stride) {
   gemv_batch_q8_0_on_tiles<simd::EmulatedTiles>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y,
                                                 y_stride);
+}
+
+void gemv_batch_bf16_bf16_emulated_tiles(std::size_t rows, std::size_t cols, const uint16_t* w,
+                                         std::size_t n_vectors, const uint16_t* xb,
+                                         std::size_t x_stride, const float* bias, float* y,
+                                         std::size_t y_stride) {
+  simd::gemv_batch_bf16_tiles<simd::EmulatedTiles>(rows, cols, w, n_vectors, xb, x_stride, bias, y,
+                                                   y_stride);
 }
 
 }  // namespace aft::kernels

@@ -181,12 +181,14 @@ const KernelTable& scalar_kernels();
 // this CPU (and OS) cannot run it. "avx512amx" is only ever chosen by name (AFT_ISA).
 const KernelTable* kernels_for_isa(const char* isa);
 
-// The avx512amx table's gemv_batch_q8_0 with AMX's tile instructions emulated in plain C++
-// (emulated_tiles.h): the tile kernel's test where the CPU has no AMX. Null where the CPU cannot
-// run the table's other instructions (the avx512bf16 table's and AVX512CD) or the build has no
-// x86 kernels.
+// The avx512amx table's gemv_batch_q8_0 and gemv_batch_bf16_bf16 with AMX's tile instructions
+// emulated in plain C++ (emulated_tiles.h): the tile kernels' tests where the CPU has no AMX. Null
+// where the CPU cannot run the table's other instructions (the avx512bf16 table's and AVX512CD)
+// or the build has no x86 kernels.
 using GemvBatchQ8 = decltype(KernelTable::gemv_batch_q8_0);
 GemvBatchQ8 emulated_tiles_gemv_batch_q8_0();
+using GemvBatchBf16Bf16 = decltype(KernelTable::gemv_batch_bf16_bf16);
+GemvBatchBf16Bf16 emulated_tiles_gemv_batch_bf16_bf16();
 
 // The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
 struct KernelChoice {

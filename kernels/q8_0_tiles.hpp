@@ -12,15 +12,8 @@
 // so each vector gets the bits of gemv_q8_0 of the table whose float arithmetic this is (16 float
 // lanes: the AVX-512 tables).
 //
-// A Tiles policy runs the tile instructions:
-//   configure(const TileConfig&)  ldtilecfg (zeroes every tile)
-//   release()                     tilerelease
-//   product<kSet>(x, x_stride, w, c)
-//                                 tiles 3 kSet, + 1, + 2 (C, A, B): tilezero C; tileloadd A from x
-//                                 (rows x_stride bytes apart); tileloadd B from w (64 bytes
-//                                 apart); tdpbssd C, A, B; tilestored C to c (64 bytes apart)
-// Two sets, used block by block in turn, so that one block's product can run while the previous
-// one's sums are scaled.
+// Two sets of tiles (tile_config.h: the Tiles policy), used block by block in turn, so that one
+// block's product can run while the previous one's sums are scaled.
 #pragma once
 
 #include <algorithm>
@@ -30,19 +23,9 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
+#include "kernels/tile_config.h"
 
 namespace aft::kernels::simd {
-
-// The 64-byte operand of ldtilecfg, palette 1 (Intel SDM, "Intel AMX"): per tile its rows and
-// bytes per row; unused tiles 0 x 0; reserved bytes 0.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
 
 // Vectors per tile product: the rows of A and C.
 constexpr std::size_t kQ8TileVectors = 16;
@@ -52,14 +35,23 @@ constexpr std::size_t kQ8TileVectors = 16;
 constexpr TileConfig q8_0_tile_config() {
   TileConfig config;
   for (std::size_t set = 0; set < 2; ++set) {
-    config.rows[3 * set] = kQ8TileVectors;
-    config.colsb[3 * set] = kQ8GroupRows * sizeof(int32_t);
-    config.rows[3 * set + 1] = kQ8TileVectors;
-    config.colsb[3 * set + 1] = kQ8BlockSize;
-    config.rows[3 * set + 2] = kQ8BlockSize / 4;
-    config.colsb[3 * set + 2] = kQ8GroupRows * 4;
+    config.set(3 * set, kQ8TileVectors, kQ8GroupRows * sizeof(int32_t));
+    config.set(3 * set + 1, kQ8TileVectors, kQ8BlockSize);
+    config.set(3 * set + 2, kQ8BlockSize / 4, kQ8GroupRows * 4);
   }
   return config;
+}
+
+// One block's sums on the tiles of set kSet: C = A B, stored to c (16 x 16 int32).
+template <class Tiles, int kSet>
+[[gnu::always_inline]] inline void q8_0_tile_product(const int8_t* x, std::size_t x_stride,
+                                                     const int8_t* w, int32_t* c) {
+  constexpr int kC = 3 * kSet, kA = kC + 1, kB = kC + 2;
+  Tiles::template zero<kC>();
+  Tiles::template load<kA>(x, x_stride);
+  Tiles::template load<kB>(w, kQ8GroupRows * 4);
+  Tiles::template dpbssd<kC, kA, kB>();
+  Tiles::template store<kC>(c, kQ8GroupRows * sizeof(int32_t));
 }
 
 // acc[v] = fma(float(c[v][0, 16)), w_scales * x_scales[v * x_stride], acc[v]) for each of the 16
@@ -104,14 +96,14 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
       for (B& a : acc) a = B(0.0f);
       std::size_t b = 0;
       for (; b + 2 <= blocks; b += 2) {
-        Tiles::template product<0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
-        Tiles::template product<1>(x + (b + 1) * kQ8BlockSize, cols, w + (b + 1) * kGroupBytes,
-                                   c[1]);
+        q8_0_tile_product<Tiles, 0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
+        q8_0_tile_product<Tiles, 1>(x + (b + 1) * kQ8BlockSize, cols, w + (b + 1) * kGroupBytes,
+                                    c[1]);
         add_tile_sums<A>(c[0], wscale + b * kQ8GroupRows, xscale + b, blocks, acc);
         add_tile_sums<A>(c[1], wscale + (b + 1) * kQ8GroupRows, xscale + b + 1, blocks, acc);
       }
       if (b < blocks) {
-        Tiles::template product<0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
+        q8_0_tile_product<Tiles, 0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
         add_tile_sums<A>(c[0], wscale + b * kQ8GroupRows, xscale + b, blocks, acc);
       }
 #pragma GCC unroll 16

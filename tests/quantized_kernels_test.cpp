@@ -782,6 +782,60 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
     }
   }
 }
+
+// The bf16 tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h). Each sum is
+// tdpbf16ps's: per pair of a chunk, column j's product, then column j + 16's, each an f32 FMA,
+// pair after pair and chunk after chunk, which the loop below recomputes bit for bit. A vector
+// gets the same bits alone (one vector takes its pairs as they are, no transpose) as beside
+// others. Shapes: one group of rows and several, passes of 3, 2 and 1 groups, partial groups; one
+// chunk, a partial chunk, many; 16 vectors, fewer, and more than a tile (16, then the rest).
+TEST(QuantizedDispatch, EmulatedBf16TilesSumAsTheInstruction) {
+  const GemvBatchBf16Bf16 tiles = emulated_tiles_gemv_batch_bf16_bf16();
+  if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
+  const auto value = [](uint16_t bits) { return from_bits(uint32_t{bits} << 16); };
+  for (std::size_t rows : {1, 4, 5, 12, 13, 37, 100}) {
+    for (std::size_t cols : {32, 40, 96, 512}) {
+      for (std::size_t vectors : {1, 2, 15, 16, 17, 35}) {
+        const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 3;
+        const auto w = random_bf16(rows * cols, 70);
+        const auto p = pack(rows, cols, w);
+        const auto xb = rounded_pairs(
+            scalar_kernels(), random_vector(vectors * cols, -2.0f, 2.0f, 71), cols, vectors);
+        const auto bias = random_vector(rows, -1.0f, 1.0f, 72);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          std::vector<float> y(vectors * y_stride + 16, kGuard);
+          tiles(rows, cols, p.data(), vectors, xb.data(), x_stride, b, y.data(), y_stride);
+          for (std::size_t v = 0; v < vectors; ++v) {
+            const uint16_t* x = &xb[v * x_stride];
+            std::vector<float> alone(rows + 16, kGuard);
+            tiles(rows, cols, p.data(), 1, x, 0, b, alone.data(), 0);
+            for (std::size_t r = 0; r < rows; ++r) {
+              float want = 0.0f;
+              for (std::size_t chunk = 0; chunk < x_stride; chunk += 32) {
+                for (std::size_t j = chunk; j < chunk + 16; ++j) {
+                  for (std::size_t c : {j, j + 16}) {
+                    const float wc = c < cols ? value(w[r * cols + c]) : 0.0f;
+                    want = std::fma(wc, value(x[bf16_pair_index(c)]), want);
+                  }
+                }
+              }
+              if (b != nullptr) want += b[r];
+              ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(want))
+                  << rows << "x" << cols << ", vector " << v << " of " << vectors << ", row " << r;
+              ASSERT_EQ(to_bits(alone[r]), to_bits(want))
+                  << rows << "x" << cols << ", vector " << v << " alone, row " << r;
+            }
+            for (std::size_t r = rows; r < y_stride && v + 1 < vectors; ++r) {
+              ASSERT_EQ(y[v * y_stride + r], kGuard) << "wrote between rows of the output";
+            }
+            for (std::size_t r = rows; r < alone.size(); ++r) ASSERT_EQ(alone[r], kGuard);
+          }
+          for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+        }
+      }
+    }
+  }
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedIsaTest, testing::ValuesIn(kIsaNames),
