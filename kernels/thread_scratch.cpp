@@ -6,24 +6,24 @@
 namespace aft::kernels {
 namespace {
 
-constexpr std::align_val_t kAlignment{64};
+constexpr std::align_val_t kScratchAlignment{64};
 
-struct AlignedDelete {
-  void operator()(std::byte* p) const { ::operator delete[](p, kAlignment); }
+struct ScratchDelete {
+  void operator()(std::byte* p) const { ::operator delete[](p, kScratchAlignment); }
 };
 
-struct Scratch {
-  std::unique_ptr<std::byte[], AlignedDelete> memory;
+struct ScratchMemory {
+  std::unique_ptr<std::byte[], ScratchDelete> memory;
   std::size_t bytes = 0;
 };
 
 }  // namespace
 
 void* thread_scratch(std::size_t bytes) {
-  thread_local Scratch scratch;
+  thread_local ScratchMemory scratch;
   if (scratch.bytes < bytes) {
     scratch.memory.reset();  // the old buffer goes before the new one is asked for
-    scratch.memory.reset(static_cast<std::byte*>(::operator new[](bytes, kAlignment)));
+    scratch.memory.reset(static_cast<std::byte*>(::operator new[](bytes, kScratchAlignment)));
     scratch.bytes = bytes;
   }
   return scratch.memory.get();
