@@ -233,6 +233,27 @@ TEST(AftBench, HelpExitsWithZero) {
   EXPECT_NE(r.out.find("--no-limits"), std::string::npos);
 }
 
+// A tensor whose bytes no longer match its checksum: refused by default, naming the checksum;
+// --no-checksum (a flag the tools share, tools/cli/model_flags.h) loads it and measures.
+TEST(AftBench, NoChecksumLoadsAFileWhoseChecksumIsWrong) {
+  const TempFile corrupt;
+  std::filesystem::copy_file(std::string(AFT_FIXTURES_DIR) + "/simple.aft", corrupt.path());
+  {
+    std::fstream f(corrupt.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(last ^ 0x01));
+  }
+  const std::string args = quote(corrupt.path()) + " -r 1 -p 0 -n 2 -t 1 --no-limits";
+  const Result checked = run(args);
+  EXPECT_EQ(checked.exit_code, 1);
+  EXPECT_NE(checked.err.find("checksum"), std::string::npos) << checked.err;
+  const Result unchecked = run(args + " --no-checksum");
+  EXPECT_EQ(unchecked.exit_code, 0) << unchecked.err;
+  EXPECT_NE(unchecked.out.find("tg2"), std::string::npos) << unchecked.out;
+}
+
 TEST(AftBench, MissingModelExitsWithOne) {
   const Result r = run("no-such-model.aft -r 1 --no-limits");
   EXPECT_EQ(r.exit_code, 1);

@@ -82,9 +82,7 @@ MeasuredLimits::Sample measure_limits(const Probes& probes, int requested) {
 int run(const Options& o) {
   cli::Progress progress("aft-bench");
   progress.show("loading " + o.model);
-  aft_model_params params = aft_model_default_params();
-  params.matmul_precision = o.matmul_precision;
-  params.use_mmap = o.use_mmap ? 1 : 0;
+  const aft_model_params params = o.load.params();
   const auto load_start = std::chrono::steady_clock::now();
   const BenchModel model(o.model, params);
   const std::chrono::duration<double> load_time = std::chrono::steady_clock::now() - load_start;
@@ -96,8 +94,8 @@ int run(const Options& o) {
   report.machine = machine_info();
   report.kernel_isa = aft_kernel_isa();
   report.matmul = aft_matmul_implementation();
-  report.matmul_precision = o.matmul_precision == AFT_MATMUL_PRECISION_BF16 ? "bf16" : "f32";
-  report.use_mmap = o.use_mmap;
+  report.matmul_precision = o.load.matmul_precision == AFT_MATMUL_PRECISION_BF16 ? "bf16" : "f32";
+  report.use_mmap = o.load.use_mmap;
   report.load_seconds = load_time.count();
   report.threads = o.threads;
   report.repetitions = o.repetitions;

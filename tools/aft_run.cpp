@@ -27,6 +27,7 @@
 #include "tools/cli/api_call.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/elapsed.h"
+#include "tools/cli/model_flags.h"
 #include "tools/cli/prefix_state.h"
 #include "tools/cli/text_file.h"
 
@@ -93,9 +94,7 @@ struct Options {
   long long threads = 0;
   std::optional<std::string> prompt_cache;
   bool interactive = false;
-  bool verify_checksums = true;
-  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
-  bool use_mmap = true;
+  cli::ModelFlags load;
   bool verbose = false;
 };
 
@@ -144,12 +143,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.prompt_cache = value();
     } else if (arg == "-i" || arg == "--interactive") {
       options.interactive = true;
-    } else if (arg == "--no-checksum") {
-      options.verify_checksums = false;
-    } else if (arg == "--matmul-precision") {
-      options.matmul_precision = cli::parse_matmul_precision(arg, value());
-    } else if (arg == "--no-mmap") {
-      options.use_mmap = false;
+    } else if (options.load.parse(args)) {
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {
@@ -415,10 +409,7 @@ int run(const Options& options) {
   if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
 
   const auto load_start = Clock::now();
-  aft_model_params model_params = aft_model_default_params();
-  model_params.verify_checksums = options.verify_checksums ? 1 : 0;
-  model_params.matmul_precision = options.matmul_precision;
-  model_params.use_mmap = options.use_mmap ? 1 : 0;
+  const aft_model_params model_params = options.load.params();
   aft_model* raw_model = nullptr;
   check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
   const cli::Model model(raw_model);
@@ -441,7 +432,7 @@ int run(const Options& options) {
     check(aft_sampler_accept(sampler.get(), token), "recording the prompt");
 
   const bool units = *aft_matrix_units() != '\0';
-  const char* precision = options.matmul_precision != AFT_MATMUL_PRECISION_BF16 ? ""
+  const char* precision = options.load.matmul_precision != AFT_MATMUL_PRECISION_BF16 ? ""
                           : units ? " (f32 weights too: --matmul-precision bf16)"
                                   : " (--matmul-precision bf16 does nothing without them)";
   std::fprintf(stderr,

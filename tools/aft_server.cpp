@@ -118,10 +118,7 @@ int serve(const Options& options) {
 
   cli::Progress progress("aft-server");
   progress.show("loading " + options.model);
-  aft_model_params model_params = aft_model_default_params();
-  model_params.verify_checksums = options.verify_checksums ? 1 : 0;
-  model_params.matmul_precision = options.matmul_precision;
-  model_params.use_mmap = options.use_mmap ? 1 : 0;
+  const aft_model_params model_params = options.load.params();
   aft_model* raw_model = nullptr;
   cli::check(aft_model_load(options.model.c_str(), &model_params, &raw_model), "loading the model");
   const cli::Model model(raw_model);

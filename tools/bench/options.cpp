@@ -37,6 +37,7 @@ const char kUsage[] =
     "  -o, --output md|json      report format (default md)\n"
     "      --no-limits           skip measuring the machine's limits\n"
     "      --bandwidth-mib N     buffer of the read-bandwidth probe, MiB (default 1024)\n"
+    "      --no-checksum         skip verifying tensor checksums when loading\n"
     "      --matmul-precision P  f32 (default) or bf16: prompts' products of f32 weights on\n"
     "                            the matrix units, if the CPU has them (aft-run --help)\n"
     "      --no-mmap             copy f32 weights into the process's memory (2 MiB pages)\n"
@@ -101,10 +102,7 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
       options.limits = false;
     } else if (arg == "--bandwidth-mib") {
       options.bandwidth_mib = static_cast<std::size_t>(parse_integer(arg, value(), 1, 1 << 20));
-    } else if (arg == "--matmul-precision") {
-      options.matmul_precision = cli::parse_matmul_precision(arg, value());
-    } else if (arg == "--no-mmap") {
-      options.use_mmap = false;
+    } else if (options.load.parse(args)) {
     } else {
       args.model(options.model);
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/cli/arguments.h"
+#include "tools/cli/model_flags.h"
 
 namespace aft::bench {
 
@@ -25,8 +26,7 @@ struct Options {
   Format format = Format::Markdown;
   bool limits = true;                // measure read bandwidth and FMA peak per thread count
   std::size_t bandwidth_mib = 1024;  // the read probe's buffer
-  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
-  bool use_mmap = true;  // --no-mmap: f32 weights copied into the process's memory
+  cli::ModelFlags load;              // --no-checksum, --matmul-precision, --no-mmap
 };
 
 using cli::UsageError;

@@ -114,12 +114,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
       if (options.slot_save_path.empty()) throw UsageError("--slot-save-path: the path is empty");
     } else if (arg == "--timeout" || arg == "-to") {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 86400));
-    } else if (arg == "--no-checksum") {
-      options.verify_checksums = false;
-    } else if (arg == "--matmul-precision") {
-      options.matmul_precision = cli::parse_matmul_precision(arg, value());
-    } else if (arg == "--no-mmap") {
-      options.use_mmap = false;
+    } else if (options.load.parse(args)) {
     } else if (arg == "-v" || arg == "--verbose") {
       options.verbose = true;
     } else {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "aft.h"
+#include "tools/cli/model_flags.h"
 #include "tools/server/redis_url.h"
 
 namespace aft::server {
@@ -38,9 +39,7 @@ struct Options {
   // POST /slots/{id}?action=save|restore|erase reads and writes files here; empty: refused (501).
   std::string slot_save_path;
   int timeout_seconds = 600;  // HTTP read and write timeouts, as llama-server's --timeout
-  bool verify_checksums = true;
-  aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;
-  bool use_mmap = true;  // --no-mmap: f32 weights copied into the process's memory
+  cli::ModelFlags load;       // --no-checksum, --matmul-precision, --no-mmap
   bool verbose = false;
 };
 
