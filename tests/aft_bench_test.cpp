@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "kernels/matmul.h"
 #include "model_file_writer.h"
 #include "run_command.h"
+#include "tools/bench/mapped_pages.h"
 
 namespace aft::testing {
 namespace {
@@ -47,6 +49,14 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
   EXPECT_EQ(j["model"]["file_bytes"].get<uint64_t>(),
             std::filesystem::file_size(std::string(AFT_FIXTURES_DIR) + "/simple.aft"));
   EXPECT_GT(j["model"]["resident_bytes"].get<uint64_t>(), j["model"]["file_bytes"].get<uint64_t>());
+  // The whole file was read (its checksums) through the mapping, which stays while it runs.
+  if (!j["model"]["mapped_resident_bytes"].is_null()) {
+    EXPECT_GT(j["model"]["mapped_resident_bytes"].get<uint64_t>(), 0u);
+    EXPECT_LE(j["model"]["mapped_resident_bytes"].get<uint64_t>(),
+              j["model"]["file_bytes"].get<uint64_t>() + 4096);
+    EXPECT_LE(j["model"]["mapped_huge_page_bytes"].get<uint64_t>(),
+              j["model"]["mapped_resident_bytes"].get<uint64_t>());
+  }
   EXPECT_EQ(j["model"]["state_bytes"].get<uint64_t>(), 32u + 2 * (16 + 3 * 32 * 8 + 32 * 4) + 8);
   EXPECT_FALSE(j["kernel_isa"].get<std::string>().empty());
   EXPECT_EQ(j["matmul"].get<std::string>().rfind("oneDNN ", 0), 0u) << j["matmul"];
@@ -61,6 +71,32 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
     EXPECT_EQ(row["samples_tokens_per_second"].size(), 1u);
     EXPECT_EQ(row["threads"], 1);
   }
+}
+
+// The file's mappings in an smaps listing: their resident bytes and those on 2 MiB pages, summed
+// over every mapping of that path and of no other (a path with a space, a prefix of it, no path).
+TEST(AftBench, MappedPagesSumsTheFilesMappings) {
+  std::istringstream smaps(
+      "7f0000000000-7f0000400000 r--p 00000000 fe:01 1234                       /models/a b.aft\n"
+      "Size:               4096 kB\n"
+      "Rss:                4096 kB\n"
+      "FilePmdMapped:      2048 kB\n"
+      "7f0000400000-7f0000500000 rw-p 00000000 00:00 0 \n"
+      "Rss:                 512 kB\n"
+      "FilePmdMapped:         0 kB\n"
+      "7f0000500000-7f0000600000 r--p 00400000 fe:01 1234                       /models/a b.aft\n"
+      "Rss:                 100 kB\n"
+      "FilePmdMapped:         0 kB\n"
+      "7f0000600000-7f0000700000 r--p 00000000 fe:01 99                         /models/a b.aft2\n"
+      "Rss:                 700 kB\n"
+      "FilePmdMapped:      2048 kB\n");
+  const bench::MappedPages pages = bench::mapped_pages(smaps, "/models/a b.aft");
+  EXPECT_TRUE(pages.known);
+  EXPECT_EQ(pages.resident_bytes, (4096u + 100u) * 1024u);
+  EXPECT_EQ(pages.huge_page_bytes, 2048u * 1024u);
+  std::istringstream none("");
+  EXPECT_EQ(bench::mapped_pages(none, "/models/a b.aft").resident_bytes, 0u);
+  EXPECT_FALSE(bench::mapped_pages_of("/no/such/file.aft").known);
 }
 
 // --no-mmap: the f32 weights copied into the process's memory, said in the report.

@@ -8,6 +8,8 @@
 namespace aft::bench {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 // Decode reads each matmul weight once per token and does 2 FLOPs with each. A prompt evaluated
 // for its last logits runs the head (vocab x d) once, not per token: with RWKV-4's vocabulary of
 // 50,277 it is a third of the 169M shape's matmul weights.
@@ -133,6 +135,11 @@ std::string thread_list(const std::vector<int>& threads) {
   return s;
 }
 
+// A figure of the file's mapping, null where the mappings could not be read.
+Json known(const MappedPages& pages, uint64_t MappedPages::*figure) {
+  return pages.known ? Json(pages.*figure) : Json(nullptr);
+}
+
 std::string model_description(const aft_model_info& m) {
   std::string s = std::string(m.mixer) + " mixer";
   if (m.window > 0) s += " (window " + std::to_string(m.window) + ")";
@@ -192,6 +199,13 @@ void write_markdown(const Report& r, std::FILE* out) {
                static_cast<double>(r.footprint.file_bytes) / 1e6,
                static_cast<double>(r.footprint.resident_bytes) / 1e6);
   std::fprintf(out, "state per sequence %zu bytes\n", r.footprint.state_bytes);
+  const MappedPages& mapped = r.footprint.mapped;
+  if (mapped.resident_bytes > 0) {
+    std::fprintf(out, "- the file's mapping: %.1f MB resident, %.0f%% of it on 2 MiB pages\n",
+                 static_cast<double>(mapped.resident_bytes) / 1e6,
+                 100.0 * static_cast<double>(mapped.huge_page_bytes) /
+                     static_cast<double>(mapped.resident_bytes));
+  }
 
   if (!r.limits.empty()) {
     std::fprintf(out,
@@ -248,7 +262,6 @@ void write_markdown(const Report& r, std::FILE* out) {
 }
 
 void write_json(const Report& r, std::FILE* out) {
-  using Json = nlohmann::ordered_json;
   const MachineInfo& m = r.machine;
   Json j;
   j["build_type"] = r.build_type;
@@ -267,23 +280,25 @@ void write_json(const Report& r, std::FILE* out) {
   j["threads"] = r.threads;
   j["repetitions"] = r.repetitions;
   const aft_model_info& i = r.model;
-  j["model"] = {{"path", r.model_path},
-                {"mixer", i.mixer},
-                {"n_layers", i.n_layers},
-                {"d_model", i.d_model},
-                {"d_ff", i.d_ff},
-                {"vocab_size", i.vocab_size},
-                {"window", i.window},
-                {"n_heads", i.n_heads},
-                {"max_positions", i.max_positions},
-                {"n_parameters", i.n_parameters},
-                {"n_matmul_parameters", i.n_matmul_parameters},
-                {"weight_dtype", r.weight_dtype},
-                {"matmul_weight_bytes", weight_bytes(r)},
-                {"file_bytes", r.footprint.file_bytes},
-                {"resident_bytes", r.footprint.resident_bytes},
-                {"state_bytes", r.footprint.state_bytes},
-                {"file_bytes", i.file_bytes}};
+  j["model"] = {
+      {"path", r.model_path},
+      {"mixer", i.mixer},
+      {"n_layers", i.n_layers},
+      {"d_model", i.d_model},
+      {"d_ff", i.d_ff},
+      {"vocab_size", i.vocab_size},
+      {"window", i.window},
+      {"n_heads", i.n_heads},
+      {"max_positions", i.max_positions},
+      {"n_parameters", i.n_parameters},
+      {"n_matmul_parameters", i.n_matmul_parameters},
+      {"weight_dtype", r.weight_dtype},
+      {"matmul_weight_bytes", weight_bytes(r)},
+      {"resident_bytes", r.footprint.resident_bytes},
+      {"mapped_resident_bytes", known(r.footprint.mapped, &MappedPages::resident_bytes)},
+      {"mapped_huge_page_bytes", known(r.footprint.mapped, &MappedPages::huge_page_bytes)},
+      {"state_bytes", r.footprint.state_bytes},
+      {"file_bytes", i.file_bytes}};
   if (r.limits.empty()) {
     j["limits"] = nullptr;
   } else {

@@ -49,6 +49,7 @@ Footprint BenchModel::footprint(int32_t token) const {
   if (statm >> total >> resident) {
     f.resident_bytes = resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   }
+  f.mapped = mapped_pages_of(path_);
   return f;
 }
 

@@ -8,16 +8,18 @@
 #include <vector>
 
 #include "aft.h"
+#include "tools/bench/mapped_pages.h"
 #include "tools/cli/api_call.h"
 
 namespace aft::bench {
 
 // What a model costs in memory: its file, the process resident after loading it and decoding
-// one token in a session (before any probe buffer), and a sequence's state (what
-// aft_session_state_save writes) after that token.
+// one token in a session (before any probe buffer), of it the file's mapping and the share of that
+// on 2 MiB pages, and a sequence's state (what aft_session_state_save writes) after that token.
 struct Footprint {
   uint64_t file_bytes = 0;
   uint64_t resident_bytes = 0;  // 0 where /proc/self/statm is not available
+  MappedPages mapped;
   std::size_t state_bytes = 0;
 };
 
