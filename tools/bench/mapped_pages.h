@@ -1,8 +1,8 @@
 // How much of a mapped file this process has resident, and how much of that on 2 MiB pages: the
-// kernel maps a large folio of the page cache whole (Linux 6.x, a file system with large folios,
-// such as ext4 from 6.16) and 4 KiB at a time otherwise, and mapped f32 decode runs 1.1-1.3x
-// faster on the larger pages, so a figure means little without the share it had
-// (docs/benchmarks.md, "f32 weights in the process's memory").
+// kernel maps a large folio of the page cache whole (the 6.18 kernels of this project's machines
+// on ext4; not Debian 12's 6.1) and 4 KiB at a time otherwise, and mapped f32 decode ran 1.1-1.6x
+// apart between the two, so a figure means little without the share it had (docs/benchmarks.md,
+// "The page cache's pages and a step of 16").
 #pragma once
 
 #include <cstdint>
