@@ -18,19 +18,10 @@
 #include "kernels/kernels.h"
 #include "kernels/simd_partial.hpp"
 #include "kernels/simd_prefetch.hpp"
+#include "kernels/simd_register.hpp"
 #include "kernels/thread_scratch.h"
 
 namespace aft::kernels::simd {
-
-// Keeps v in a vector register at this point: an empty asm that takes and gives it there.
-template <class T, class A>
-[[gnu::always_inline]] inline void keep_in_register(xsimd::batch<T, A>& v) {
-#if defined(__aarch64__)
-  asm("" : "+w"(v.data));
-#else
-  asm("" : "+x"(v.data));
-#endif
-}
 
 // The products of f32 activations: a column batch of x (Input) is kStep floats (X), multiplied
 // and added by one FMA per lane.

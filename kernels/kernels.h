@@ -15,8 +15,9 @@ struct KernelTable {
   const char* isa;  // "avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon",
                     // "scalar"
 
-  // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w row-major, row stride
-  // cols.
+  // y[r] = dot(w[r, 0:cols], x) + (bias ? bias[r] : 0) for r in [0, rows); w packed f32
+  // (packed_weights.h), at the start of a group of kF32GroupRows rows. SIMD tables sum each row
+  // column after column, one fma each, then add the bias: the same bits on every table with FMA.
   void (*gemv_f32)(std::size_t rows, std::size_t cols, const float* w, const float* x,
                    const float* bias, float* y);
   // gemv_f32 of n_vectors vectors, reading each weight once for all of them: vector v at
@@ -111,8 +112,8 @@ struct KernelTable {
                           std::size_t n_vectors, const int8_t* xq, const float* xd,
                           const float* bias, float* y, std::size_t y_stride);
   // gemv_f32 / gemv_batch_f32 with packed bf16 weights (kernels/packed_weights.h; w at the start of
-  // a group of kBf16GroupRows rows), widened exactly to f32: the bits gemv_f32 / gemv_batch_f32 of
-  // the same table give for the widened row-major matrix.
+  // a group of kBf16GroupRows rows), widened exactly to f32, each row summed in lanes of columns
+  // and then across them (f32_gemv.hpp): each vector of a batch gets the bits gemv_bf16 gives it.
   void (*gemv_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const float* x,
                     const float* bias, float* y);
   void (*gemv_batch_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
@@ -162,6 +163,9 @@ constexpr float kAftWindowMinSum = 0x1p-90f;
 
 // Rows per group of packed q8_0 weights (kernels/packed_weights.h).
 constexpr std::size_t kQ8GroupRows = 16;
+// Rows per group of packed f32 weights: a group's column is one AVX-512 register (2 AVX2, 4 SSE2
+// or NEON).
+constexpr std::size_t kF32GroupRows = 16;
 // Packed bf16 weights: groups of rows (the GEMV's rows per pass) by chunks of columns.
 constexpr std::size_t kBf16GroupRows = 4;
 constexpr std::size_t kBf16ChunkCols = 32;

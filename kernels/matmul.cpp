@@ -28,6 +28,7 @@
 #include "kernels/first_exception.h"
 #include "kernels/kernels.h"
 #include "kernels/onednn_engine.h"
+#include "kernels/packed_weights.h"
 #include "kernels/single_threaded_onednn.h"
 #include "kernels/thread_team.h"
 
@@ -189,16 +190,22 @@ struct Matmul::Impl {
     return p;  // handles: stay valid even if evicted while another thread runs them
   }
 
-  static_assert(kMatmulBlockColumns % kBf16GroupRows == 0,
+  static_assert(kMatmulBlockColumns % kBf16GroupRows == 0 &&
+                    kMatmulBlockColumns % kF32GroupRows == 0,
                 "a column block is whole groups of packed weights");
-  // Rows [column, column + width) of W as f32: in place, or bf16 widened into `widened` (exactly,
-  // the same bits on every ISA) unless it holds them already.
+  // Rows [column, column + width) of W as row-major f32 in `widened`, unless it holds them
+  // already: packed f32 unpacked, bf16 widened (both exact, the same bits on every ISA). Where the
+  // previous block's widening failed (out of memory), the call fails: what `widened` holds then
+  // only has to be in bounds.
   float* f32_weights(std::size_t column, std::size_t width, std::vector<float>& widened,
                      bool already_widened) const {
-    if (w.type == WeightType::F32) return const_cast<float*>(w.f32_rows(column, k));
-    if (already_widened) return widened.data();
+    if (already_widened && widened.size() >= width * k) return widened.data();
     if (widened.size() < width * k) widened.resize(width * k);
-    active_kernels().widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
+    if (w.type == WeightType::F32) {
+      unpack_f32_rows(column, width, k, w.f32_rows(0, k), widened.data());
+    } else {
+      active_kernels().widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
+    }
     return widened.data();
   }
 
@@ -231,11 +238,7 @@ struct Matmul::Impl {
                     const memory& to, const dnnl::stream& stream) const {
     float* rows = f32_weights(column, width, widened, false);
     if (w.type == WeightType::F32) {
-      if (widened.size() < width * k) widened.resize(width * k);
-      for (std::size_t i = 0; i < width * k; ++i) {
-        widened[i] = bf16_to_float(f32_to_bf16(rows[i]));
-      }
-      rows = widened.data();
+      for (std::size_t i = 0; i < width * k; ++i) rows[i] = bf16_to_float(f32_to_bf16(rows[i]));
     }
     memory from({{dim(k), dim(width)}, kF32, Tag::ba}, onednn_cpu_engine(), rows);
     dnnl::reorder(from, to).execute(stream, from, const_cast<memory&>(to));
@@ -493,7 +496,10 @@ std::string matmul_description() {
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +
-         Matmul(kWidth, kWidth, w.data(), nullptr, PostOp::None).implementation() + "; " + bf16;
+         Matmul(kWidth, kWidth, WeightMatrix(WeightType::F32, w.data(), nullptr), nullptr,
+                PostOp::None)
+             .implementation() +
+         "; " + bf16;
 }
 
 }  // namespace aft::kernels

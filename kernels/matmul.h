@@ -1,11 +1,12 @@
 // Matrix products for prefill, through oneDNN: y[M, N] = post(x[M, K] W^T + bias) (+ residual),
-// W in PyTorch's nn.Linear layout [N, K] row-major. M is chosen per call. f32 weights are read in
-// place (not copied); packed bf16 weights are widened exactly to f32 one column block at a time,
-// into the scratch of the block's thread, just before its product. (q8_0 weights are multiplied
-// in integers by the GEMV kernels, a prompt's rows as a batch's: KernelTable::gemv_batch_q8_0.)
-// Where the CPU has matrix units for bf16 (matrix_units()), bf16 weights go there instead, with
-// the activations rounded to bf16; so do f32 weights, rounded to bf16 too, when the Matmul's
-// precision is MatmulPrecision::BF16 (an opt-in: f32 products are exact by default).
+// W in PyTorch's nn.Linear layout [N, K], packed for the GEMV kernels (packed_weights.h). M is
+// chosen per call. Packed f32 and bf16 weights are unpacked (widened) exactly to row-major f32 one
+// column block at a time, into the scratch of the block's thread, just before its product. (q8_0
+// weights are multiplied in integers by the GEMV kernels, a prompt's rows as a batch's:
+// KernelTable::gemv_batch_q8_0.) Where the CPU has matrix units for bf16 (matrix_units()), bf16
+// weights go there instead, with the activations rounded to bf16; so do f32 weights, rounded to
+// bf16 too, when the Matmul's precision is MatmulPrecision::BF16 (an opt-in: f32 products are exact
+// by default).
 //
 // The work split is ours, not oneDNN's: the N output columns are cut into fixed blocks of
 // kMatmulBlockColumns; the M rows of narrow products (fewer than kNarrowBelowColumnBlocks column

@@ -1,7 +1,6 @@
 #include "kernels/packed_weights.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 namespace aft::kernels {
@@ -33,6 +32,25 @@ void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* 
   }
 }
 
+void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
+  // Group by group, each row's values read in order and written 16 apart.
+  for (std::size_t g = 0; g < f32_packed_rows(rows); g += kF32GroupRows) {
+    float* group = p + g * cols;
+    for (std::size_t i = 0; i < kF32GroupRows; ++i) {
+      const float* row = g + i < rows ? w + (g + i) * cols : nullptr;
+      for (std::size_t c = 0; c < cols; ++c) group[c * kF32GroupRows + i] = row ? row[c] : 0.0f;
+    }
+  }
+}
+
+void unpack_f32_rows(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
+                     float* x) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* lane = p + f32_packed_index(first + r, 0, cols);
+    for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = lane[c * kF32GroupRows];
+  }
+}
+
 PackedWeights::PackedWeights(std::size_t bytes) : memory_(bytes) {}
 
 std::size_t PackedWeights::q8_0_bytes(std::size_t rows, std::size_t cols) {
@@ -45,7 +63,7 @@ std::size_t PackedWeights::bf16_bytes(std::size_t rows, std::size_t cols) {
 }
 
 std::size_t PackedWeights::f32_bytes(std::size_t rows, std::size_t cols) {
-  return round_up(rows * cols * sizeof(float), kAlignment);
+  return round_up(f32_packed_rows(rows) * cols * sizeof(float), kAlignment);
 }
 
 template <class T>
@@ -75,9 +93,9 @@ WeightMatrix PackedWeights::add_bf16(std::size_t rows, std::size_t cols, const u
 }
 
 WeightMatrix PackedWeights::add_f32(std::size_t rows, std::size_t cols, const float* w) {
-  auto* values = take<float>(rows * cols);
-  std::memcpy(values, w, rows * cols * sizeof(float));
-  return values;
+  auto* values = take<float>(f32_packed_rows(rows) * cols);
+  pack_f32(rows, cols, w, values);
+  return {WeightType::F32, values, nullptr};
 }
 
 }  // namespace aft::kernels

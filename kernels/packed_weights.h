@@ -20,7 +20,14 @@
 // (little-endian): shifted left by 16 it is column j's float, masked to its high half column
 // j + 16's, one operation per value where widening 16-bit lanes took two.
 //
-// In both, the group of row r (a multiple of the group's rows) starts at r * cols (bf16: the
+// f32: rows in groups of kF32GroupRows (the last group padded with zero rows), each group column
+// after column, the group's rows side by side:
+//   w[(g * cols + c) * 16 + i] = w[g * 16 + i][c]
+// so that one register holds a column of many rows, which a broadcast value of x multiplies and
+// adds into the rows' sums: no horizontal sums, and the same order of sums for one vector and for
+// a batch (f32_group_gemv.hpp).
+//
+// In all three, the group of row r (a multiple of the group's rows) starts at r * cols (bf16: the
 // padded cols) values, and its q8_0 scales at r * cols / 32, as a row does in a row-major layout.
 #pragma once
 
@@ -75,10 +82,23 @@ constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).
 void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p);
 
-// A model's bf16 and q8_0 weight matrices in the GEMVs' layouts, and f32 ones copied as they are
-// where asked (a model loaded with aft_model_params.use_mmap = 0), in one allocation sized before
-// the first, on 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is
-// 64-byte aligned.
+// Rows rounded up to whole f32 groups, and the place of weight (r, c).
+constexpr std::size_t f32_packed_rows(std::size_t rows) {
+  return (rows + kF32GroupRows - 1) / kF32GroupRows * kF32GroupRows;
+}
+constexpr std::size_t f32_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
+  return (r / kF32GroupRows * cols + c) * kF32GroupRows + r % kF32GroupRows;
+}
+
+// Packs row-major f32 values w (rows x cols) into p (f32_packed_rows(rows) * cols values).
+void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p);
+// Rows [first, first + rows) of packed f32 weights p (first a multiple of kF32GroupRows), row-major
+// into x (rows x cols): exact.
+void unpack_f32_rows(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
+                     float* x);
+
+// A model's weight matrices in the GEMVs' layouts, in one allocation sized before the first, on
+// 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is 64-byte aligned.
 class PackedWeights {
  public:
   PackedWeights() = default;
@@ -90,7 +110,6 @@ class PackedWeights {
   // Each packs into the room left (std::length_error if it does not fit: a wrong size above).
   WeightMatrix add_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd);
   WeightMatrix add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w);
-  // Row-major, as w is: the GEMVs and matrix products read it as they read the file's rows.
   WeightMatrix add_f32(std::size_t rows, std::size_t cols, const float* w);
 
  private:

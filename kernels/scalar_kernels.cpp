@@ -12,9 +12,9 @@
 namespace aft::kernels {
 namespace {
 
-// Weight (r, c): f32 row-major, bf16 packed (packed_weights.h).
+// Weight (r, c) of packed f32 or bf16 weights (packed_weights.h).
 float weight(const float* w, std::size_t r, std::size_t c, std::size_t cols) {
-  return w[r * cols + c];
+  return w[f32_packed_index(r, c, cols)];
 }
 float weight(const uint16_t* w, std::size_t r, std::size_t c, std::size_t cols) {
   return bf16_to_float(w[bf16_packed_index(r, c, cols)]);

@@ -13,6 +13,7 @@
 #include "kernels/f32_gated_add.hpp"
 #include "kernels/f32_gelu.hpp"
 #include "kernels/f32_gemv.hpp"
+#include "kernels/f32_group_gemv.hpp"
 #include "kernels/f32_layer_norm.hpp"
 #include "kernels/f32_relu.hpp"
 #include "kernels/f32_sum.hpp"
@@ -25,8 +26,8 @@ template <class A>
 constexpr KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
-      &gemv<A, F32Rows<A>>,
-      &gemv_batch<A, F32Rows<A>>,
+      &gemv_f32_groups<A>,
+      &gemv_batch_f32_groups<A>,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,

@@ -1,8 +1,8 @@
 // A linear layer's weight matrix: [rows, cols] (PyTorch's nn.Linear layout, rows = outputs), in
-// one of the weight dtypes: f32 row-major, as the model file stores it (docs/format.md); bf16 and
-// q8_0 packed for the GEMV kernels (kernels/packed_weights.h), where a group of rows starts where
-// its first row would in a row-major layout, so bf16_rows / q8_rows / q8_scales take a multiple of
-// the group's rows (4, 16).
+// one of the weight dtypes, packed for the GEMV kernels at load (kernels/packed_weights.h; the
+// model file keeps them row-major, docs/format.md), where a group of rows starts where its first
+// row would in a row-major layout, so f32_rows / bf16_rows / q8_rows / q8_scales take a multiple of
+// the group's rows (16, 4, 16).
 #pragma once
 
 #include <cstddef>
@@ -16,14 +16,12 @@ enum class WeightType { F32, BF16, Q8_0 };
 
 struct WeightMatrix {
   WeightType type = WeightType::F32;
-  // F32: float values; BF16: packed uint16 values; Q8_0: packed int8 quants.
+  // F32: packed float values; BF16: packed uint16 values; Q8_0: packed int8 quants.
   const void* data = nullptr;
   // Q8_0 only: the packed scales, one per row and block of kQ8BlockSize columns.
   const float* scales = nullptr;
 
   WeightMatrix() = default;
-  // Implicit: f32 weights are the plain case every caller before quantization used.
-  WeightMatrix(const float* values) : data(values) {}  // NOLINT(google-explicit-constructor)
   WeightMatrix(WeightType type_, const void* data_, const float* scales_)
       : type(type_), data(data_), scales(scales_) {}
 

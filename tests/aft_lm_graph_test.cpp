@@ -51,10 +51,17 @@ TEST(AftLmGraph, ReadsExactlyTheExpectedTensors) {
     std::set<std::string> read;
     std::string last;
     try {
-      aft::build_aft_lm_graph(config, [&](const std::string& name) -> aft::kernels::WeightMatrix {
-        read.insert(last = name);
-        return tensors.at(name).data();
-      });
+      aft::build_aft_lm_graph(
+          config,
+          [&](const std::string& name) {
+            read.insert(last = name);
+            return static_cast<const float*>(tensors.at(name).data());
+          },
+          [&](const std::string& name) {
+            read.insert(last = name);
+            return aft::kernels::WeightMatrix(aft::kernels::WeightType::F32,
+                                              tensors.at(name).data(), nullptr);
+          });
     } catch (const std::out_of_range&) {
       ADD_FAILURE() << "reads " << last << ", not an expected tensor of " << c;
     }

@@ -16,6 +16,7 @@
 #include "random_vector.h"
 
 #include "kernels/kernels.h"
+#include "kernels/packed_weights.h"
 
 namespace aft::kernels {
 namespace {
@@ -28,6 +29,13 @@ constexpr double kFloatMin = std::numeric_limits<float>::min();  // smallest nor
 constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels must leave it
 
 const std::vector<std::size_t> kSizes = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257, 1000};
+
+// Row-major f32 weights [rows, cols] packed as a model's are (packed_weights.h).
+std::vector<float> packed_f32(std::size_t rows, std::size_t cols, const std::vector<float>& w) {
+  std::vector<float> p(f32_packed_rows(rows) * cols);
+  pack_f32(rows, cols, w.data(), p.data());
+  return p;
+}
 
 std::vector<double> as_doubles(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 
@@ -175,7 +183,7 @@ TEST(Reference, GemvMatchesFloat64) {
       const auto x = random_vector(cols, -1.0f, 1.0f, 2);
       const auto bias = random_vector(rows, -1.0f, 1.0f, 3);
       auto y = guarded(rows);
-      k.gemv_f32(rows, cols, w.data(), x.data(), bias.data(), y.data());
+      k.gemv_f32(rows, cols, packed_f32(rows, cols, w).data(), x.data(), bias.data(), y.data());
       expect_guard_intact(y, rows);
       for (std::size_t r = 0; r < rows; ++r) {
         double sum = bias[r], magnitude = std::fabs(bias[r]);
@@ -557,22 +565,30 @@ TEST_P(IsaTest, GemvMatchesReference) {
   for (std::size_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 17, 36, 53}) {
     for (std::size_t cols : kSizes) {
       const auto w = random_vector(rows * cols, -1.0f, 1.0f, 50);
+      const auto packed = packed_f32(rows, cols, w);
       const auto x = random_vector(cols, -1.0f, 1.0f, 51);
       const auto bias = random_vector(rows, -1.0f, 1.0f, 52);
       for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
         auto y = guarded(rows), want = guarded(rows);
-        k().gemv_f32(rows, cols, w.data(), x.data(), b, y.data());
-        ref().gemv_f32(rows, cols, w.data(), x.data(), b, want.data());
+        k().gemv_f32(rows, cols, packed.data(), x.data(), b, y.data());
+        ref().gemv_f32(rows, cols, packed.data(), x.data(), b, want.data());
         expect_guard_intact(y, rows);
         for (std::size_t r = 0; r < rows; ++r) {
           double magnitude = b ? std::fabs(b[r]) : 0.0;
           for (std::size_t c = 0; c < cols; ++c) magnitude += std::fabs(w[r * cols + c] * x[c]);
-          // Float FMA chains of length <= cols / lanes + a horizontal sum: worst case
-          // (1000 / 4 + 8) ulp = 3e-5 of the sum of magnitudes for SSE2; errors of random sign
-          // make that sqrt-like (measured < 1e-6): 1e-5.
+          // One float chain of cols roundings per row: worst case 1000 ulp = 6e-5 of the sum of
+          // magnitudes; errors of random sign make that sqrt-like (measured < 2e-6): 1e-5.
           expect_close(y[r], want[r], magnitude, 1e-5,
                        std::to_string(rows) + "x" + std::to_string(cols) + " row " +
                            std::to_string(r) + (b ? " bias" : ""));
+          // With FMA every SIMD table sums a row in the same order: column after column, one fma
+          // each, then the bias. SSE2 has no FMA (a product, then a sum); the reference sums in
+          // float64.
+          if (std::string(k().isa) == "sse2" || std::string(k().isa) == "scalar") continue;
+          float chain = 0.0f;
+          for (std::size_t c = 0; c < cols; ++c) chain = std::fma(w[r * cols + c], x[c], chain);
+          ASSERT_EQ(y[r], b ? chain + b[r] : chain)
+              << k().isa << " " << rows << "x" << cols << " row " << r << (b ? " bias" : "");
         }
       }
     }
@@ -580,15 +596,14 @@ TEST_P(IsaTest, GemvMatchesReference) {
 }
 
 // A batch of sequences must decode as each would alone: every vector's result has gemv_f32's bits.
-// Shapes: row groups of 4 with leftovers, panels of 16 KB of weights (100 rows of 40 columns are
-// 2 panels; 2048 columns give 4-row panels), odd vector counts (pairs plus one), strides wider
-// than the data.
+// Shapes: groups of 16 rows with leftovers and passes of 2 groups, odd vector counts (blocks of 8,
+// 6 or 2 plus the rest), strides wider than the data.
 TEST_P(IsaTest, GemvBatchHasTheBitsOfGemv) {
   for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
     for (std::size_t cols : {1, 7, 16, 33, 40, 257, 2048}) {
-      for (std::size_t vectors : {1, 2, 3, 5, 16}) {
+      for (std::size_t vectors : {1, 2, 3, 5, 13, 16}) {
         const std::size_t x_stride = cols + 3, y_stride = rows + 5;
-        const auto w = random_vector(rows * cols, -1.0f, 1.0f, 53);
+        const auto w = packed_f32(rows, cols, random_vector(rows * cols, -1.0f, 1.0f, 53));
         const auto x = random_vector(vectors * x_stride, -1.0f, 1.0f, 54);
         const auto bias = random_vector(rows, -1.0f, 1.0f, 55);
         for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {

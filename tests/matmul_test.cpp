@@ -24,16 +24,28 @@ namespace {
 
 using test_data::random_vector;
 
+// f32 weights [n, k] packed as a model's are (packed_weights.h).
+struct PackedF32 {
+  PackedWeights room;
+  WeightMatrix matrix;
+  PackedF32(std::size_t n, std::size_t k, const float* w)
+      : room(PackedWeights::f32_bytes(n, k)), matrix(room.add_f32(n, k, w)) {}
+};
+
 struct Problem {
   std::size_t m, k, n;
   std::vector<float> x, w, bias;  // x [M, K], w [N, K]
+  PackedF32 packed;               // w
   Problem(std::size_t m_, std::size_t k_, std::size_t n_)
       : m(m_),
         k(k_),
         n(n_),
         x(random_vector(m * k, -1.0f, 1.0f, 1)),
         w(random_vector(n * k, -1.0f, 1.0f, 2)),
-        bias(random_vector(n, -1.0f, 1.0f, 3)) {}
+        bias(random_vector(n, -1.0f, 1.0f, 3)),
+        packed(n, k, w.data()) {}
+  Problem(const Problem& o)
+      : m(o.m), k(o.k), n(o.n), x(o.x), w(o.w), bias(o.bias), packed(n, k, w.data()) {}
 };
 
 double apply(PostOp post, double v) {
@@ -101,7 +113,7 @@ TEST(Matmul, MatchesNaiveProduct) {
     const Problem p(s.m, s.k, s.n);
     for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu, PostOp::ReluSquared}) {
       for (bool with_bias : {false, true}) {
-        const Matmul mm(s.k, s.n, p.w.data(), with_bias ? p.bias.data() : nullptr, post);
+        const Matmul mm(s.k, s.n, p.packed.matrix, with_bias ? p.bias.data() : nullptr, post);
         std::vector<float> y(s.m * s.n + 8, 777.0f);
         mm.run(s.m, p.x.data(), y.data(), 2);
         const std::string where = "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
@@ -117,7 +129,7 @@ TEST(Matmul, MatchesNaiveProduct) {
 // One Matmul serves every M; more distinct large M than its primitive cache holds.
 TEST(Matmul, ManyRowCountsOnOneObject) {
   const Problem p(70, 48, 40);
-  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu);
+  const Matmul mm(p.k, p.n, p.packed.matrix, p.bias.data(), PostOp::Gelu);
   for (std::size_t m : {1, 70, 9, 2, 10, 11, 12, 13, 14, 15, 16, 17, 18, 70, 9, 8, 0}) {
     std::vector<float> y(m * p.n);
     mm.run(m, p.x.data(), y.data(), 2);
@@ -127,7 +139,7 @@ TEST(Matmul, ManyRowCountsOnOneObject) {
 
 TEST(Matmul, ConcurrentRuns) {
   const Problem p(64, 96, 72);
-  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Relu);
+  const Matmul mm(p.k, p.n, p.packed.matrix, p.bias.data(), PostOp::Relu);
   const std::size_t rows[] = {1, 64, 5, 33};
   std::vector<std::vector<float>> outputs(4);
   std::vector<std::thread> threads;
@@ -175,7 +187,7 @@ TEST(Matmul, ThreadCountDoesNotChangeResults) {
   for (const std::size_t n : {8 * kMatmulBlockColumns + 37, std::size_t{100}}) {
     const Problem p(200, 300, n);
     for (PostOp post : {PostOp::None, PostOp::Gelu}) {
-      const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), post, 16);
+      const Matmul mm(p.k, p.n, p.packed.matrix, p.bias.data(), post, 16);
       for (std::size_t m : {1, 3, 8, 9, 64, 130, 200}) {
         std::vector<float> one(m * n);
         mm.run(m, p.x.data(), one.data(), 1);
@@ -200,7 +212,7 @@ TEST(Matmul, ResidualIsAddedToTheResult) {
   const std::size_t n = 2 * kMatmulBlockColumns + 5;
   const Problem p(64, 40, n);
   const std::vector<float> residual = random_vector(p.m * n, -4.0f, 4.0f, 4);
-  const Matmul mm(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Relu);
+  const Matmul mm(p.k, p.n, p.packed.matrix, p.bias.data(), PostOp::Relu);
   for (std::size_t m : {1, 9, 64}) {
     std::vector<float> plain(m * n);
     mm.run(m, p.x.data(), plain.data(), 1);
@@ -216,9 +228,10 @@ TEST(Matmul, ResidualIsAddedToTheResult) {
 
 TEST(Matmul, MovedObjectStillRuns) {
   const Problem p(12, 20, 6);
-  Matmul first(p.k, p.n, p.w.data(), nullptr, PostOp::None);
+  Matmul first(p.k, p.n, p.packed.matrix, nullptr, PostOp::None);
   Matmul second = std::move(first);
-  Matmul third(1, 1, p.w.data(), nullptr, PostOp::None);
+  const PackedF32 one(1, 1, p.w.data());
+  Matmul third(1, 1, one.matrix, nullptr, PostOp::None);
   third = std::move(second);
   std::vector<float> y(p.m * p.n);
   third.run(p.m, p.x.data(), y.data(), 2);
@@ -232,8 +245,9 @@ TEST(Matmul, ModelShapesAvoidReferenceImplementation) {
   for (const Shape& s : shapes) {
     const auto w = random_vector(s.k * s.n, -1.0f, 1.0f, 4);
     const auto bias = random_vector(s.n, -1.0f, 1.0f, 5);
+    const PackedF32 packed(s.n, s.k, w.data());
     for (PostOp post : {PostOp::None, PostOp::Relu, PostOp::Gelu}) {
-      const Matmul mm(s.k, s.n, w.data(), bias.data(), post);
+      const Matmul mm(s.k, s.n, packed.matrix, bias.data(), post);
       const std::string impl = mm.implementation();
       std::cout << "K=" << s.k << " N=" << s.n << " post=" << name(post) << ": " << impl << "\n";
       EXPECT_FALSE(impl.empty());
@@ -261,7 +275,8 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
     }
     PackedWeights room(PackedWeights::bf16_bytes(s.n, s.k));
     const WeightMatrix packed = room.add_bf16(s.n, s.k, bf16.data());
-    const Matmul plain(p.k, p.n, bf16_values.data(), p.bias.data(), PostOp::Gelu, 16);
+    const PackedF32 values(p.n, p.k, bf16_values.data());
+    const Matmul plain(p.k, p.n, values.matrix, p.bias.data(), PostOp::Gelu, 16);
     const Matmul widened(p.k, p.n, packed, p.bias.data(), PostOp::Gelu, 16);
     std::vector<float> want(p.m * p.n), got(p.m * p.n);
     plain.run(p.m, p.x.data(), want.data(), 1);
@@ -334,9 +349,9 @@ TEST(Matmul, F32WeightsAtBf16PrecisionAreTheirBf16Rounding) {
     for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = f32_to_bf16(p.w[i]);
     PackedWeights room(PackedWeights::bf16_bytes(s.n, s.k));
     const WeightMatrix packed = room.add_bf16(s.n, s.k, bf16.data());
-    const Matmul exact(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16);
+    const Matmul exact(p.k, p.n, p.packed.matrix, p.bias.data(), PostOp::Gelu, 16);
     const Matmul stored_bf16(p.k, p.n, packed, p.bias.data(), PostOp::Gelu, 16);
-    const Matmul at_bf16(p.k, p.n, p.w.data(), p.bias.data(), PostOp::Gelu, 16,
+    const Matmul at_bf16(p.k, p.n, p.packed.matrix, p.bias.data(), PostOp::Gelu, 16,
                          MatmulPrecision::BF16);
     const bool on_units = !matrix_units().empty() && s.m > 8;
     std::vector<float> want(p.m * p.n), exact_bits(p.m * p.n);
@@ -355,11 +370,13 @@ TEST(Matmul, F32WeightsAtBf16PrecisionAreTheirBf16Rounding) {
 }
 
 TEST(Matmul, RejectsInvalidShapes) {
-  const float w = 1.0f;
-  EXPECT_THROW(Matmul(0, 4, &w, nullptr, PostOp::None), std::invalid_argument);
-  EXPECT_THROW(Matmul(4, 0, &w, nullptr, PostOp::None), std::invalid_argument);
-  EXPECT_THROW(Matmul(std::size_t{1} << 40, 4, &w, nullptr, PostOp::None), std::invalid_argument);
-  EXPECT_THROW(Matmul(4, 4, nullptr, nullptr, PostOp::None), std::invalid_argument);
+  const float one = 1.0f;
+  const WeightMatrix w(WeightType::F32, &one, nullptr);
+  EXPECT_THROW(Matmul(0, 4, w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(4, 0, w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(std::size_t{1} << 40, 4, w, nullptr, PostOp::None), std::invalid_argument);
+  EXPECT_THROW(Matmul(4, 4, WeightMatrix(WeightType::F32, nullptr, nullptr), nullptr, PostOp::None),
+               std::invalid_argument);
   const int8_t quants[64] = {};
   const float scales[2] = {};
   EXPECT_THROW(Matmul(32, 2, WeightMatrix(WeightType::Q8_0, quants, scales), nullptr, PostOp::None),
@@ -368,7 +385,8 @@ TEST(Matmul, RejectsInvalidShapes) {
 
 TEST(Matmul, RowCountBeyondOneDnnIsAnError) {
   const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
-  const Matmul mm(2, 2, w, nullptr, PostOp::None);
+  const PackedF32 packed(2, 2, w);
+  const Matmul mm(2, 2, packed.matrix, nullptr, PostOp::None);
   float x = 0.0f, y = 0.0f;
   // SIZE_MAX rows would be the dimension -1 to oneDNN: rejected before any memory is touched.
   try {

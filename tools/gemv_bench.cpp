@@ -47,7 +47,7 @@ struct Problem {
   std::size_t rows, cols, copies;  // copies: enough matrices that one pass leaves the caches
   std::vector<float> f32;
   aft::kernels::PackedWeights packed;
-  std::vector<aft::kernels::WeightMatrix> bf16, q8;
+  std::vector<aft::kernels::WeightMatrix> f32_packed, bf16, q8;
   std::vector<float> x, y;
   std::vector<int8_t> xq;
   std::vector<float> xd;
@@ -58,7 +58,8 @@ struct Problem {
       : rows(rows_),
         cols(cols_),
         copies(copies_),
-        packed(copies * (aft::kernels::PackedWeights::bf16_bytes(rows, cols) +
+        packed(copies * (aft::kernels::PackedWeights::f32_bytes(rows, cols) +
+                         aft::kernels::PackedWeights::bf16_bytes(rows, cols) +
                          aft::kernels::PackedWeights::q8_0_bytes(rows, cols))) {
     f32.resize(copies * rows * cols);
     for (std::size_t i = 0; i < f32.size(); ++i) {
@@ -74,6 +75,7 @@ struct Problem {
         std::memcpy(&bits, &w[i], sizeof bits);
         halves[i] = static_cast<uint16_t>(bits >> 16);
       }
+      f32_packed.push_back(packed.add_f32(rows, cols, w));
       bf16.push_back(packed.add_bf16(rows, cols, halves.data()));
       k.quantize_q8_0(rows * cols, w, quants.data(), scales.data());
       q8.push_back(packed.add_q8_0(rows, cols, quants.data(), scales.data()));
@@ -96,7 +98,7 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
   const std::size_t rows = p.rows, cols = p.cols;
   for (std::size_t m = 0; m < p.copies; ++m) {
     if (type[0] == 'f') {
-      const float* w = p.f32.data() + m * rows * cols;
+      const float* w = p.f32_packed[m].f32_rows(0, cols);
       if (n == 1) {
         k.gemv_f32(rows, cols, w, p.x.data(), nullptr, p.y.data());
       } else {

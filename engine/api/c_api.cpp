@@ -136,12 +136,10 @@ aft::kernels::MatmulPrecision matmul_precision(const aft_model_params& params) {
 aft::ModelOptions model_options(const aft_model_params& params) {
   if (params.use_mmap != 0 && params.use_mmap != 1) {
     throw aft::Error(AFT_ERR_INVALID_ARGUMENT,
-                     "params.use_mmap: " + std::to_string(params.use_mmap) +
-                         " is neither 1 (read in place) nor 0 (copy)");
+                     "params.use_mmap: " + std::to_string(params.use_mmap) + " is neither 1 nor 0");
   }
   aft::ModelOptions options;
   options.precision = matmul_precision(params);
-  options.copy_f32_weights = params.use_mmap == 0;
   return options;
 }
 

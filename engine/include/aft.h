@@ -111,11 +111,9 @@ typedef enum aft_matmul_precision {
 typedef struct aft_model_params {
   int verify_checksums;                  /* 1 (default): check every tensor's CRC-32 at load */
   aft_matmul_precision matmul_precision; /* AFT_MATMUL_PRECISION_F32 (default) */
-  /* 1 (default): f32 weight matrices are read in place from the memory-mapped file (quick to load,
-   * pages shared with other processes). 0 (since 0.4): copied at load into the model's own memory,
-   * on 2 MiB pages where the system gives them: decoding reads them faster where the file's pages
-   * are 4 KiB ones, at the cost of a slower load and memory of the model's own. bf16 and q8_0
-   * weights are in the model's own memory either way (packed at load). */
+  /* 1 (default) or 0, which no longer differ: every weight matrix, f32 included, is packed
+   * at load into the model's own memory (on 2 MiB pages where the system gives them), in the
+   * layouts of the decode kernels; the file stays mapped for its other tensors. */
   int use_mmap;
 } aft_model_params;
 

@@ -6,12 +6,8 @@
 
 namespace aft {
 
-AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& matrix,
-                              kernels::MatmulPrecision precision) {
-  // Every tensor but linear layers' weights is f32.
-  auto weight = [&](const std::string& name) {
-    return static_cast<const float*>(matrix(name).data);
-  };
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const TensorLookup& weight,
+                              const MatrixLookup& matrix, kernels::MatmulPrecision precision) {
   AftLmGraph model;
   Graph& g = model.graph;
   const auto d = static_cast<std::size_t>(config.d_model);

@@ -21,12 +21,15 @@ struct AftLmGraph {
   Graph graph;          // logits [rows, vocab_size]
 };
 
-// `weight` returns a tensor named as in docs/format.md, already checked for shape and dtype: f32,
-// but for linear layers' weights (bf16 and q8_0 allowed).
-using WeightLookup = std::function<kernels::WeightMatrix(const std::string& name)>;
+// Tensors named as in docs/format.md, already checked for shape and dtype: `weight` returns an f32
+// tensor read in place, `matrix` a linear layer's weights (f32, bf16 or q8_0; the head's may be
+// the embedding's) packed for the kernels.
+using TensorLookup = std::function<const float*(const std::string& name)>;
+using MatrixLookup = std::function<kernels::WeightMatrix(const std::string& name)>;
 
 // precision: how the prompt's products of f32 weights are computed (kernels::MatmulPrecision).
-AftLmGraph build_aft_lm_graph(const ModelConfig& config, const WeightLookup& weight,
+AftLmGraph build_aft_lm_graph(const ModelConfig& config, const TensorLookup& weight,
+                              const MatrixLookup& matrix,
                               kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32);
 
 }  // namespace aft

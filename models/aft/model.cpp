@@ -1,7 +1,6 @@
 #include "model.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 #include "engine/format/describe.h"
 #include "engine/format/error.h"
@@ -70,32 +69,24 @@ std::unique_ptr<const Model> Model::load(ModelFile file, ModelOptions options) {
 
 Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptions options)
     : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
-  // Every tensor that is not f32 is a linear layer's weights, two dimensions (check_tensors):
-  // packed once each; f32 linear layers' weights copied where asked (the graph reads every other
-  // tensor through the same callback, in place).
-  const bool copy_f32 = options.copy_f32_weights && file_.mapped();
-  std::unordered_set<std::string> copied;
+  // Every tensor that is not f32 is a linear layer's weights, two dimensions (check_tensors).
+  // Linear layers' weights, and the embedding where the head shares it, are packed once each for
+  // the kernels; the graph reads every other tensor in place.
   std::size_t packed_bytes = 0;
   for (const TensorSpec& spec : expected_tensors(config_)) {
-    if (!spec.linear_weight) continue;
+    if (!spec.linear_weight && !(config_.tied_embeddings && spec.name == "embed.weight")) continue;
     const TensorInfo& tensor = *file_.find(spec.name);
     const auto rows = static_cast<std::size_t>(tensor.shape[0]);
     const std::size_t cols = element_count(tensor) / rows;
-    if (tensor.dtype == DType::BF16) {
-      packed_bytes += kernels::PackedWeights::bf16_bytes(rows, cols);
-    } else if (tensor.dtype == DType::Q8_0) {
-      packed_bytes += kernels::PackedWeights::q8_0_bytes(rows, cols);
-    } else if (copy_f32) {
-      packed_bytes += kernels::PackedWeights::f32_bytes(rows, cols);
-      copied.insert(spec.name);
-    }
+    packed_bytes += tensor.dtype == DType::BF16   ? kernels::PackedWeights::bf16_bytes(rows, cols)
+                    : tensor.dtype == DType::Q8_0 ? kernels::PackedWeights::q8_0_bytes(rows, cols)
+                                                  : kernels::PackedWeights::f32_bytes(rows, cols);
   }
   packed_ = kernels::PackedWeights(packed_bytes);
   program_ = build_aft_lm_graph(
       config_,
-      [this, &copied](const std::string& name) {
-        return weight_matrix(*file_.find(name), copied.count(name) > 0);
-      },
+      [this](const std::string& name) { return static_cast<const float*>(file_.find(name)->data); },
+      [this](const std::string& name) { return weight_matrix(*file_.find(name)); },
       options.precision);
   plan_ = plan_buffers(program_.graph);
   metadata_ = file_.header_strings();
@@ -104,8 +95,7 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptio
   }
 }
 
-kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor, bool copy_f32) {
-  if (tensor.dtype == DType::F32 && !copy_f32) return static_cast<const float*>(tensor.data);
+kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor) {
   const auto rows = static_cast<std::size_t>(tensor.shape[0]);
   const std::size_t cols = element_count(tensor) / rows;
   const kernels::WeightMatrix packed =
@@ -114,7 +104,8 @@ kernels::WeightMatrix Model::weight_matrix(const TensorInfo& tensor, bool copy_f
       : tensor.dtype == DType::BF16
           ? packed_.add_bf16(rows, cols, static_cast<const uint16_t*>(tensor.data))
           : packed_.add_q8_0(rows, cols, tensor.q8_0_quants(), tensor.q8_0_scales());
-  // Only the packed copy is read from now on: the mapping need not keep the file's pages resident.
+  // Only the packed copy is read from now on (a tied embedding's rows are read again as needed):
+  // the mapping need not keep the file's pages resident.
   file_.release(tensor);
   return packed;
 }

@@ -22,9 +22,6 @@ namespace aft {
 struct ModelOptions {
   // How a prompt's products of f32 weights are computed.
   kernels::MatmulPrecision precision = kernels::MatmulPrecision::F32;
-  // f32 weight matrices copied at load onto 2 MiB pages of the model's own (use_mmap = 0) rather
-  // than read in place from the mapped file, whose pages the system may hold as 4 KiB ones.
-  bool copy_f32_weights = false;
 };
 
 class Model {
@@ -32,8 +29,7 @@ class Model {
   // Throws Error naming the file and the problem.
   static std::unique_ptr<const Model> load(const std::string& path, bool verify_checksums,
                                            ModelOptions options = {});
-  // The same from a validated container (ModelFile::from_memory: a model held in memory, already
-  // on pages of its own: copy_f32_weights changes nothing).
+  // The same from a validated container (ModelFile::from_memory: a model held in memory).
   static std::unique_ptr<const Model> load(ModelFile file, ModelOptions options = {});
 
   const ModelFile& file() const { return file_; }
@@ -50,10 +46,9 @@ class Model {
 
  private:
   Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptions options);
-  // A linear layer's weights for the graph: f32 read in place from the mapped file (or copied
-  // into packed_ where copy_f32 is set), bf16 and q8_0 packed into packed_ (the GEMVs' layouts,
-  // on 2 MiB pages; the file's pages are then no longer read).
-  kernels::WeightMatrix weight_matrix(const TensorInfo& tensor, bool copy_f32);
+  // A linear layer's weights for the graph, packed into packed_ (the GEMVs' layouts, on 2 MiB
+  // pages; the file's pages are then no longer read).
+  kernels::WeightMatrix weight_matrix(const TensorInfo& tensor);
 
   ModelFile file_;
   kernels::PackedWeights packed_;
