@@ -1,6 +1,7 @@
 #include "kernels/packed_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace aft::kernels {
@@ -43,11 +44,18 @@ void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
   }
 }
 
-void unpack_f32_rows(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
-                     float* x) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* lane = p + f32_packed_index(first + r, 0, cols);
-    for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = lane[c * kF32GroupRows];
+void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
+                        float* x) {
+  for (std::size_t i = 0; i < rows; i += kF32GroupRows) {
+    const float* group = p + f32_packed_index(first + i, 0, cols);
+    const std::size_t n = std::min(kF32GroupRows, rows - i);
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (n == kF32GroupRows) {
+        std::memcpy(x + c * rows + i, group + c * kF32GroupRows, kF32GroupRows * sizeof(float));
+      } else {
+        std::memcpy(x + c * rows + i, group + c * kF32GroupRows, n * sizeof(float));
+      }
+    }
   }
 }
 

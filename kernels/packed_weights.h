@@ -92,10 +92,11 @@ constexpr std::size_t f32_packed_index(std::size_t r, std::size_t c, std::size_t
 
 // Packs row-major f32 values w (rows x cols) into p (f32_packed_rows(rows) * cols values).
 void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p);
-// Rows [first, first + rows) of packed f32 weights p (first a multiple of kF32GroupRows), row-major
-// into x (rows x cols): exact.
-void unpack_f32_rows(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
-                     float* x);
+// Rows [first, first + rows) of packed f32 weights p (first a multiple of kF32GroupRows) as the
+// columns of x, [cols, rows] row-major: x[c * rows + i] = w[first + i][c]. A group's column is 16
+// contiguous values in both: copies, no transposition.
+void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
+                        float* x);
 
 // A model's weight matrices in the GEMVs' layouts, in one allocation sized before the first, on
 // 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is 64-byte aligned.

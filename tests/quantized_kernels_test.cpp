@@ -292,9 +292,11 @@ TEST(QuantizedPacking, PackedWeightsFillTheRoomReservedAndNoMore) {
           << "f32 (" << r << ", " << c << ")";
     }
   }
-  std::vector<float> unpacked(3 * 7);
-  unpack_f32_rows(0, 3, 7, f32.f32_rows(0, 7), unpacked.data());
-  EXPECT_EQ(unpacked, floats);
+  std::vector<float> columns(7 * 3);
+  unpack_f32_columns(0, 3, 7, f32.f32_rows(0, 7), columns.data());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    EXPECT_EQ(columns[i], floats[i % 3 * 7 + i / 3]) << "column " << i / 3 << ", row " << i % 3;
+  }
 
   const Q8 want = pack(rows, cols, w);
   const auto* quants = static_cast<const int8_t*>(q8.data);
