@@ -19,15 +19,16 @@
 namespace aft::kernels::simd {
 
 // Groups per pass and vectors per block. AVX-512 (measured on a Zen 4, docs/benchmarks.md): 2
-// groups by 8 vectors, 16 accumulators, read 13.9 GB/s of weights from memory on one thread, 95%
-// of the FMA peak; one vector takes 2 groups, 2 streams and 2 chains. With 16 registers (AVX2,
-// SSE2) a group's 2 or 4 registers by 6 or 2 vectors; NEON's 32 registers take 4 by 6.
+// groups by 8 vectors, 16 accumulators, read 11-14 GB/s of weights from memory on one thread,
+// 80-95% of the FMA peak. With 16 registers (AVX2, SSE2) a group's 2 or 4 registers by 6 or 2
+// vectors; NEON's 32 registers take 4 by 6. One vector takes one group at a time: one sequential
+// stream (31-32 GB/s from memory on the Zen 4 at 1024 columns, against 29 for 2 groups' two).
 template <class A>
 struct F32GroupBlocks {
   static constexpr std::size_t kLanes = xsimd::batch<float, A>::size;
   static constexpr std::size_t kRegisters = kF32GroupRows / kLanes;  // per group column
   static constexpr std::size_t kGroups = kLanes >= 16 ? 2 : 1;
-  static constexpr std::size_t kGroupsAlone = kGroups;
+  static constexpr std::size_t kGroupsAlone = 1;
   static constexpr std::size_t kVectors =
       kLanes >= 16 ? 8 : (XSIMD_WITH_NEON64 || kLanes == 8 ? 6 : 2);
 };
