@@ -72,7 +72,7 @@ TEST_F(AftRun, SameSeedSameTextWhateverTheThreads) {
   EXPECT_EQ(one.out, two.out);
 }
 
-// --no-mmap copies the f32 weights into the process's memory: the same text.
+// --no-mmap is still accepted (it no longer changes anything): the same text.
 TEST_F(AftRun, NoMmapGivesTheSameText) {
   const Result mapped = run(model() + " -p abc -n 30 -s 11 --temp 1.5");
   const Result copied = run(model() + " -p abc -n 30 -s 11 --temp 1.5 --no-mmap");

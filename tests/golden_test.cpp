@@ -312,9 +312,9 @@ TEST(MatmulPrecision, UnknownValuesAreRefused) {
   EXPECT_EQ(aft_model_default_params().matmul_precision, AFT_MATMUL_PRECISION_F32);
 }
 
-// use_mmap = 0 copies f32 linear weights into the model's own memory: the mapped file's bits,
-// prompt and token by token, on 1 and 2 threads. A quantized model (nothing of its linear layers
-// is f32) and a model loaded from memory (a copy already) take the parameter too.
+// use_mmap = 0 is still accepted and no longer changes anything (every weight matrix is packed at
+// load): the same bits, prompt and token by token, on 1 and 2 threads. A quantized model and a
+// model loaded from memory take the parameter too.
 TEST(UseMmap, CopiedF32WeightsGiveTheBitsOfTheMappedFile) {
   aft_model_params copied = aft_model_default_params();
   copied.use_mmap = 0;

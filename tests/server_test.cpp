@@ -211,7 +211,7 @@ TEST(Server, APortInUseIsAnError) {
       << r.err;
 }
 
-// --no-mmap: the f32 weights copied into the server's memory, the same greedy text.
+// --no-mmap is still accepted (it no longer changes anything): the same greedy text.
 TEST(Server, NoMmapGivesTheSameCompletion) {
   const json request = {{"prompt", "The jury said"}, {"max_tokens", 12}, {"temperature", 0}};
   Server mapped(kDecayModel);

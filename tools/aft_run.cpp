@@ -61,7 +61,7 @@ const char kUsage[] =
     "      --matmul-precision P     f32 (default) or bf16: a prompt's products of f32 weights\n"
     "                               on the matrix units (if the CPU has them), weights and\n"
     "                               inputs rounded to bf16; decoding stays f32\n"
-    "      --no-mmap                copy f32 weights into the process's memory (2 MiB pages)\n"
+    "      --no-mmap                no effect: every weight matrix is packed into memory at load\n"
     "                               rather than read the mapped file: slower to load, faster\n"
     "                               to decode where the file's pages are 4 KiB ones\n"
     "  -v, --verbose                also report the sequence's state: its size, and save +\n"

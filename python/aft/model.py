@@ -50,9 +50,8 @@ class Model:
                  matmul_precision: str = "f32", use_mmap: bool = True):
         """matmul_precision: "f32" (exact), or "bf16": a prompt's products of f32 weights on the
         matrix units where the CPU has them (matrix_units()), weights and inputs rounded to bf16
-        (aft_matmul_precision in aft.h). use_mmap False: the f32 weights copied into the process's
-        memory at load (2 MiB pages) rather than read from the mapped file: slower to load, faster
-        to decode where the file's pages are 4 KiB ones (aft_model_params.use_mmap)."""
+        (aft_matmul_precision in aft.h). use_mmap: kept for scripts; every weight matrix is packed
+        into the process's memory at load either way (aft_model_params.use_mmap)."""
         self._lib = _library.library()
         self._load(lambda params, out: self._lib.aft_model_load(os.fsencode(path), params, out),
                    verify_checksums, matmul_precision, use_mmap)

@@ -40,7 +40,7 @@ const char kUsage[] =
     "      --no-checksum         skip verifying tensor checksums when loading\n"
     "      --matmul-precision P  f32 (default) or bf16: prompts' products of f32 weights on\n"
     "                            the matrix units, if the CPU has them (aft-run --help)\n"
-    "      --no-mmap             copy f32 weights into the process's memory (2 MiB pages)\n"
+    "      --no-mmap             no effect: every weight matrix is packed into memory at load\n"
     "                            rather than read the mapped file (aft-run --help)\n"
     "  -h, --help                show this help\n"
     "\n"

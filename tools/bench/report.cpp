@@ -190,7 +190,7 @@ void write_markdown(const Report& r, std::FILE* out) {
   }
   std::fprintf(out, "- model: %s: %s\n", r.model_path.c_str(), model_description(r.model).c_str());
   std::fprintf(out, "- loaded in %.2f s%s\n", r.load_seconds,
-               r.use_mmap ? "" : ", f32 weights copied into memory (--no-mmap)");
+               r.use_mmap ? "" : " (--no-mmap: no longer changes anything)");
   std::fprintf(
       out, "- parameters: %s, %s in matmuls (%.1f MB of %s weights read per decoded token)\n",
       millions(r.model.n_parameters).c_str(), millions(r.model.n_matmul_parameters).c_str(),

@@ -64,7 +64,7 @@ struct Report {
   std::string matmul;  // aft_matmul_implementation()
   // --matmul-precision: "bf16" puts prompts' products of f32 weights on the matrix units.
   std::string matmul_precision = "f32";
-  // --no-mmap: f32 weights copied into the process's memory at load.
+  // --no-mmap (aft_model_params.use_mmap = 0), which no longer changes anything.
   bool use_mmap = true;
   double load_seconds = 0.0;  // aft_model_load, checksums included
   std::vector<int> threads;

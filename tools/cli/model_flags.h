@@ -10,7 +10,7 @@ namespace aft::cli {
 struct ModelFlags {
   bool verify_checksums = true;                                      // --no-checksum: skip them
   aft_matmul_precision matmul_precision = AFT_MATMUL_PRECISION_F32;  // --matmul-precision P
-  bool use_mmap = true;  // --no-mmap: f32 weights copied into the process's memory
+  bool use_mmap = true;  // --no-mmap: aft_model_params.use_mmap = 0, which no longer differs
 
   // Takes the current argument (and its value) if it is one of these flags; false if not.
   bool parse(Arguments& args);
