@@ -281,9 +281,9 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
     widened.run(p.m, p.x.data(), want.data(), 1);
     Problem values = p;
     values.w = bf16_values;
-    expect_matches(values, p.m, true, PostOp::Gelu, want,
-                   "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
-                       " N=" + std::to_string(s.n));
+    expect_matches(
+        values, p.m, true, PostOp::Gelu, want,
+        "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) + " N=" + std::to_string(s.n));
     for (int threads : {2, 3}) {
       widened.run(p.m, p.x.data(), got.data(), threads);
       for (std::size_t i = 0; i < want.size(); ++i) {
