@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -17,6 +18,19 @@
 #include "kernels/simd_register.hpp"
 
 namespace aft::kernels::simd {
+
+// a * b + c, rounded once where the architecture has FMA. xsimd 8.1's fma on AVX-512 is a product
+// and a sum that only the compiler's contraction fuses (not at -O1 under the sanitizers), so the
+// intrinsic there: the same bits in every build.
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> fused_multiply_add(
+    const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b,
+    const xsimd::batch<float, A>& c) {
+#if XSIMD_WITH_AVX512F
+  if constexpr (std::is_base_of<xsimd::avx512f, A>::value) return _mm512_fmadd_ps(a, b, c);
+#endif
+  return xsimd::fma(a, b, c);
+}
 
 // Groups per pass and vectors per block. AVX-512 (measured on a Zen 4, docs/benchmarks.md): 2
 // groups by 8 vectors, 16 accumulators, read 11-14 GB/s of weights from memory on one thread,
@@ -57,7 +71,7 @@ template <class A, std::size_t G, std::size_t V>
     }
     for (std::size_t j = 0; j < V; ++j) {
       const B xv(x[j * x_stride + c]);
-      for (std::size_t i = 0; i < R; ++i) acc[i][j] = xsimd::fma(wv[i], xv, acc[i][j]);
+      for (std::size_t i = 0; i < R; ++i) acc[i][j] = fused_multiply_add(wv[i], xv, acc[i][j]);
     }
   }
   for (std::size_t j = 0; j < V; ++j) {
