@@ -1,12 +1,13 @@
-// y[r] = dot(w[r, :], x) + bias[r], for one vector x (gemv_f32) or several (gemv_batch_f32, a
-// batch of sequences decoding together); the same with packed bf16 weights (gemv_bf16,
-// gemv_batch_bf16, packed_weights.h), widened exactly as they are loaded. Single and batch run the
-// same micro-kernel: R rows by V vectors, each load of a weight serving V vectors and each load of
-// x serving R rows, one FMA chain per (row, vector) over the column batches, the last columns one
-// zero-padded batch, then a horizontal sum. A (row, vector) pair's sums run in the same order in
-// every block shape and either layout, so gemv_batch_f32 gives, vector by vector, the bits of
-// gemv_f32 (and a bf16 GEMV the bits of the f32 GEMV of the widened weights). bf16_gemv.hpp runs
-// the same micro-kernel over other products (bf16 activations). Single-threaded.
+// y[r] = dot(w[r, :], x) + bias[r] over packed bf16 weights (gemv_bf16, gemv_batch_bf16,
+// packed_weights.h), widened exactly as they are loaded, for one vector or several (a batch of
+// sequences decoding together). Single and batch run the same micro-kernel: R rows by V vectors,
+// each load of a weight serving V vectors and each load of x serving R rows, one FMA chain per
+// (row, vector) over the column batches, the last columns one zero-padded batch, then a horizontal
+// sum. A (row, vector) pair's sums run in the same order in every block shape and either layout
+// (packed, or a batch's rows widened once into row-major f32, F32Rows), so gemv_batch_bf16 gives,
+// vector by vector, the bits of gemv_bf16. bf16_gemv.hpp runs the same micro-kernel over other
+// products (bf16 activations). f32 weights have a layout and kernel of their own
+// (f32_group_gemv.hpp). Single-threaded.
 #pragma once
 
 #include <algorithm>
@@ -50,22 +51,14 @@ struct FloatInputProducts {
 // count), its first count columns and zeros; row(r), where row r starts (the rows of a block of
 // rows follow it contiguously); span(), the columns the batches cover; kGroupRows, the rows that
 // a block of rows must hold a multiple of; kRowsAlone and kPrefetchAlone, the block of rows of
-// one vector and whether it prefetches the next block (batches always do). Row-major f32, as the
-// model file stores them and the matrix products read them.
+// one vector and whether it prefetches the next block (batches always do). Row-major f32: a bf16
+// batch's rows, widened once for all its blocks of vectors.
 template <class A>
 struct F32Rows {
   using Value = float;
   using Products = FloatInputProducts<A>;
   using B = xsimd::batch<float, A>;
   static constexpr std::size_t kGroupRows = 1;
-  // One vector reads row after row, one sequential stream that the hardware prefetchers follow
-  // alone: measured on a Zen 4 (weights from memory on 2 MiB pages, one thread), 512 x 512 and
-  // 2048 x 512 matrices read 28-29 GB/s against 23-25 in blocks of 8 rows with the next block
-  // prefetched (8 streams), the read probe 30-32. One FMA chain then carries the row: a batch of
-  // 32 bytes or more per FMA latency outruns memory; 16-byte batches (SSE2, NEON) would not, and
-  // keep blocks of 8 rows, 8 chains.
-  static constexpr std::size_t kRowsAlone = B::size >= 8 ? 1 : 8;
-  static constexpr bool kPrefetchAlone = kRowsAlone > 1;
   const float* w;
   std::size_t cols;
   std::size_t span() const { return cols; }
