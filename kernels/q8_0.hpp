@@ -22,8 +22,12 @@
 #include "kernels/q8_group_dot.hpp"
 #include "kernels/q8_quantize_lanes.hpp"
 #include "kernels/simd_prefetch.hpp"
+#include "kernels/thread_scratch.h"
 
 namespace aft::kernels::simd {
+
+template <class A>
+using Q8Prefetch = Prefetch<A, Q8GroupDot<A>::kPrefetchTo>;
 
 // Per block: the largest magnitude (an exact max, in any order), one IEEE division for the scale
 // and one per value; rounding to nearest even (cvtps2dq / fcvtns) after clamping, which commutes
@@ -62,8 +66,8 @@ template <class A, std::size_t G>
 [[gnu::always_inline]] inline void gemv_groups_q8_0(std::size_t blocks, const int8_t* wq,
                                                     const float* wd, const int8_t* xq,
                                                     const float* xd, const float* bias,
-                                                    std::size_t rows, float* y, Prefetch<A> quants,
-                                                    Prefetch<A> scales) {
+                                                    std::size_t rows, float* y,
+                                                    Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
@@ -97,14 +101,15 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
-// gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v]; 2 <= V <= D::kVectors): each weight
-// register serves them all, and each (row, vector) gets the same integer sums and the same fma per
-// block, in the same order: the bits of gemv_groups_q8_0 for each vector.
+// gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v], offsets[v]: the block_offset of
+// each of vector v's blocks; 2 <= V <= D::kVectors): each weight register serves them all, and
+// each (row, vector) gets the same integer sums and the same fma per block, in the same order: the
+// bits of gemv_groups_q8_0 for each vector.
 template <class A, std::size_t G, std::size_t V>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
     std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
-    const float* const* xd, const float* bias, std::size_t rows, float* const* y,
-    Prefetch<A> quants, Prefetch<A> scales) {
+    const float* const* xd, const int32_t* const* offsets, const float* bias, std::size_t rows,
+    float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
@@ -116,20 +121,21 @@ template <class A, std::size_t G, std::size_t V>
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8_t* x[V];
-    decltype(D::offset_of(xq[0])) offsets[V];
+    int32_t block_offsets[V];
     for (std::size_t v = 0; v < V; ++v) {
       x[v] = xq[v] + b * kQ8BlockSize;
-      offsets[v] = D::offset_of(x[v]);
+      block_offsets[v] = offsets[v][b];
     }
     quants.step();
     scales.step();
+    I sums[G][V];
+    D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_offsets,
+                                 sums);
     for (std::size_t g = 0; g < G; ++g) {
-      I sums[V];
-      D::template dot_vectors<V>(wq + (g * blocks + b) * kGroupBytes, x, offsets, sums);
       const B w_scales = B::load_unaligned(wd + (g * blocks + b) * kQ8GroupRows);
       for (std::size_t v = 0; v < V; ++v) {
         acc[g][v] =
-            xsimd::fma(xsimd::batch_cast<float>(sums[v]), w_scales * B(xd[v][b]), acc[g][v]);
+            xsimd::fma(xsimd::batch_cast<float>(sums[g][v]), w_scales * B(xd[v][b]), acc[g][v]);
       }
     }
   }
@@ -142,17 +148,17 @@ template <class A, std::size_t G, std::size_t V>
 
 // gemv_groups_q8_0_vectors for `count` vectors, 2 <= count <= V: the instance of that count.
 template <class A, std::size_t G, std::size_t V>
-[[gnu::always_inline]] inline void gemv_groups_q8_0_count(std::size_t count, std::size_t blocks,
-                                                          const int8_t* wq, const float* wd,
-                                                          const int8_t* const* xq,
-                                                          const float* const* xd, const float* bias,
-                                                          std::size_t rows, float* const* y,
-                                                          Prefetch<A> quants, Prefetch<A> scales) {
+[[gnu::always_inline]] inline void gemv_groups_q8_0_count(
+    std::size_t count, std::size_t blocks, const int8_t* wq, const float* wd,
+    const int8_t* const* xq, const float* const* xd, const int32_t* const* offsets,
+    const float* bias, std::size_t rows, float* const* y, Q8Prefetch<A> quants,
+    Q8Prefetch<A> scales) {
   if (count == V) {
-    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, bias, rows, y, quants, scales);
+    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, offsets, bias, rows, y, quants,
+                                      scales);
   } else if constexpr (V > 2) {
-    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, bias, rows, y, quants,
-                                        scales);
+    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, offsets, bias, rows, y,
+                                        quants, scales);
   }
 }
 
@@ -180,10 +186,23 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
     const std::size_t next_rows =
         prefetch ? std::min(kPassRows, rows - std::min(rows, r + pass_rows)) : 0;
     return std::make_pair(
-        Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, part, parts, blocks),
-        Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
-                             part, parts, blocks));
+        Q8Prefetch<A>::part_of(wq + (r + pass_rows) * cols, next_rows * cols, part, parts, blocks),
+        Q8Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
+                               part, parts, blocks));
   };
+  // Each vector's block offsets (Q8GroupDot::block_offset), once for every pass.
+  const int32_t* offsets = nullptr;
+  if constexpr (V > 1) {
+    if (n_vectors >= 2 && rows >= kPassRows) {
+      auto* table = static_cast<int32_t*>(thread_scratch(n_vectors * blocks * sizeof(int32_t)));
+      for (std::size_t v = 0; v < n_vectors; ++v) {
+        for (std::size_t b = 0; b < blocks; ++b) {
+          table[v * blocks + b] = Q8GroupDot<A>::block_offset(xq + v * cols + b * kQ8BlockSize);
+        }
+      }
+      offsets = table;
+    }
+  }
   std::size_t r = 0;
   for (; r + kPassRows <= rows; r += kPassRows) {
     std::size_t v = 0;
@@ -193,13 +212,15 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
         const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
         const int8_t* x[V];
         const float* d[V];
+        const int32_t* o[V];
         float* out[V];
         for (std::size_t i = 0; i < count; ++i) {
           x[i] = xq + (v + i) * cols;
           d[i] = xd + (v + i) * blocks;
+          o[i] = offsets + (v + i) * blocks;
           out[i] = y + (v + i) * y_stride + r;
         }
-        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d,
+        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d, o,
                                         bias ? bias + r : nullptr, kPassRows, out, pq, pd);
         v += count;
       }

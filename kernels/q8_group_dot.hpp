@@ -3,16 +3,19 @@
 // activation quants, one specialisation per architecture: xsimd 8.1 has no int8 products.
 //   kGroups                       groups per pass of a batch's GEMV (each prepared block serves
 //                                 them all; one or two vectors take one group per pass)
-//   kVectors                      the most vectors a batch takes at once (dot_vectors; 1: one at
+//   kVectors                      the most vectors a batch takes at once (dot_groups; 1: one at
 //                                 a time)
 //   kPrefetchAlone                whether the GEMV of one vector prefetches the next pass's
 //                                 weights (batches always do)
+//   kPrefetchTo                   the cache level those prefetches fill
 //   X prepare(const int8_t* x)   a block of activation quants, prepared once per pass
 //   void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums)
 //                                 sums[p], p < kParts: rows [p L, p L + L) of the group (L int32
 //                                 lanes), each lane the exact dot product of its row's block
-//   dot_vectors<V> (kVectors > 1) the same sums for V (2 to kVectors) blocks of activation quants
-//                                 at once, each weight register loaded once for all of them
+//   dot_groups<G, V> (kVectors > 1) the same sums for G groups and V (2 to kVectors) blocks of
+//                                 activation quants at once, each weight register loaded once
+//                                 for all the vectors, each step's broadcast quants once for all
+//                                 the groups; block_offset(x) gives what each sum starts from
 // Each step multiplies a register of weights by the step's 4 activation quants broadcast to
 // every lane: no horizontal sums. Quants are in [-127, 127], so no step saturates.
 // Specialisations of a template on the architecture only (see README.md).
@@ -23,6 +26,8 @@
 #include <cstring>
 
 #include <xsimd/xsimd.hpp>
+
+#include "kernels/simd_prefetch.hpp"
 
 namespace aft::kernels::simd {
 
@@ -48,6 +53,7 @@ struct Q8GroupDot<xsimd::sse2> {
   static constexpr std::size_t kGroups = 1;
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   struct X {
     __m128i step[8];  // x[4s..4s+3] as int16, twice
   };
@@ -88,6 +94,7 @@ struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> {
   static constexpr std::size_t kGroups = 2;
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   struct X {
     __m256i magnitude[8], sign[8];
   };
@@ -126,6 +133,7 @@ struct Q8GroupDotAvx512Bw {
   static constexpr std::size_t kGroups = 2;
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   struct X {
     __m512i magnitude[8];
     __mmask64 negative[8];
@@ -160,20 +168,25 @@ template <>
 struct Q8GroupDot<xsimd::avx512bw> {
   using A = xsimd::avx512bw;
   static constexpr std::size_t kParts = 1;
-  static constexpr std::size_t kGroups = 4;
-  // Measured on a Zen 4: one weight register (load and xor) for 4 vectors' vpdpbusd.
+  // Measured on a Zen 5 (aft-gemv-bench 512 2048, 16 vectors in cache): 2 groups x 4 vectors
+  // 560 GOP/s, 1 x 8 510, 4 x 2 430, 3 x 4 580 (but 512-row matrices leave a group to passes of
+  // one); 4 groups, each a call for 4 vectors that loaded every step's quants again, 370-390.
+  static constexpr std::size_t kGroups = 2;
   static constexpr std::size_t kVectors = 4;
   // Measured on a Zen 4: one sequence of the 430M shape decoded 35 tokens/s with the prefetch, 45
   // without, in passes of 4 groups; enwik8 324-366 against 439-478 in passes of one group (too
   // many lines in flight either way). The AVX2 and AVX-512BW tables gain up to 5% from it there.
   static constexpr bool kPrefetchAlone = false;
+  // Measured on a Zen 5 (aft-gemv-bench 512 2048, weights from memory): 4 to 16 vectors read
+  // 1.3-1.5x faster with the next pass prefetched to L2 than to L1, in cache 2-3% faster.
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL2;
   struct X {
     __m512i step[8];
     __m512i offset;  // -128 sum(x): removes the + 128 of the unsigned weights
   };
-  // -128 sum(x) of a block, as one lane: sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by
-  // psadbw against zero.
-  static __m512i offset_of(const int8_t* x) {
+  // -128 sum(x) of a block: sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by psadbw
+  // against zero.
+  static int32_t block_offset(const int8_t* x) {
     const __m256i biased = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)),
                                             _mm256_set1_epi8(static_cast<char>(0x80)));
     const __m256i quads = _mm256_sad_epu8(biased, _mm256_setzero_si256());
@@ -181,31 +194,42 @@ struct Q8GroupDot<xsimd::avx512bw> {
         _mm_add_epi64(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
     const int32_t sum =
         _mm_cvtsi128_si32(_mm_add_epi64(pairs, _mm_unpackhi_epi64(pairs, pairs))) - 32 * 128;
-    return _mm512_set1_epi32(-128 * sum);
+    return -128 * sum;
   }
   static X prepare(const int8_t* x) {
     X p;
     for (std::size_t s = 0; s < 8; ++s) p.step[s] = _mm512_set1_epi32(q8_step_quants<A>(x, s));
-    p.offset = offset_of(x);
+    p.offset = _mm512_set1_epi32(block_offset(x));
     return p;
   }
-  // x[v]: vector v's block of quants; offsets[v]: offset_of(x[v]). The activation quants are
-  // broadcast from memory by each vpdpbusd; the sums are those of dot, in any order (exact).
-  template <std::size_t V>
-  static void dot_vectors(const int8_t* w, const int8_t* const* x, const __m512i* offsets,
-                          xsimd::batch<int32_t, A>* sums) {
+  // The sums of dot for G groups (group g's block at w + g * group_stride) and V vectors (x[v]:
+  // vector v's block of quants, offsets[v] its block_offset) at once, step after step: each
+  // step's weight register, loaded once, serves the V vectors, and each broadcast step of a
+  // vector's quants the G groups. The accumulators (G V), the broadcasts (V) and the caller's
+  // float sums (G V) fit the 32 registers for G V <= 8. Integer sums in any order are exact.
+  template <std::size_t G, std::size_t V>
+  static void dot_groups(const int8_t* w, std::size_t group_stride, const int8_t* const* x,
+                         const int32_t* offsets, xsimd::batch<int32_t, A> (*sums)[V]) {
     static_assert(V >= 2 && V <= kVectors, "2 to kVectors vectors");
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i acc[V];
-    for (std::size_t v = 0; v < V; ++v) acc[v] = offsets[v];
+    __m512i acc[G][V];
+    for (std::size_t g = 0; g < G; ++g) {
+      for (std::size_t v = 0; v < V; ++v) acc[g][v] = _mm512_set1_epi32(offsets[v]);
+    }
     for (std::size_t s = 0; s < 8; ++s) {
-      const __m512i unsigned_w = _mm512_xor_si512(_mm512_loadu_si512(w + s * 64), flip);
-      for (std::size_t v = 0; v < V; ++v) {
-        acc[v] =
-            _mm512_dpbusd_epi32(acc[v], unsigned_w, _mm512_set1_epi32(q8_step_quants<A>(x[v], s)));
+      __m512i step[V];
+      for (std::size_t v = 0; v < V; ++v) step[v] = _mm512_set1_epi32(q8_step_quants<A>(x[v], s));
+      for (std::size_t g = 0; g < G; ++g) {
+        const __m512i unsigned_w =
+            _mm512_xor_si512(_mm512_loadu_si512(w + g * group_stride + s * 64), flip);
+        for (std::size_t v = 0; v < V; ++v) {
+          acc[g][v] = _mm512_dpbusd_epi32(acc[g][v], unsigned_w, step[v]);
+        }
       }
     }
-    for (std::size_t v = 0; v < V; ++v) sums[v] = acc[v];
+    for (std::size_t g = 0; g < G; ++g) {
+      for (std::size_t v = 0; v < V; ++v) sums[g][v] = acc[g][v];
+    }
   }
   static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -231,6 +255,7 @@ struct Q8GroupDot<xsimd::neon64> {
   static constexpr std::size_t kGroups = 1;
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   struct X {
     int8x16_t step[8];  // x[4s..4s+3], four times
   };
