@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/thread_team.h"
+
 namespace aft::kernels {
 namespace {
 
@@ -11,12 +13,19 @@ constexpr std::size_t kAlignment = 64;
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-}  // namespace
+// pack(first, end) over contiguous shares of [0, groups) on up to `threads` threads.
+template <class Pack>
+void in_parallel(std::size_t groups, int threads, const Pack& pack) {
+  const std::size_t parts = std::min<std::size_t>(groups, static_cast<std::size_t>(threads));
+  parallel_parts(parts, threads, [&](std::size_t part) {
+    pack(part * groups / parts, (part + 1) * groups / parts);
+  });
+}
 
-void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd, int8_t* pq,
-               float* pd) {
+void pack_q8_0_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
+                      const int8_t* wq, const float* wd, int8_t* pq, float* pd) {
   const std::size_t blocks = cols / kQ8BlockSize;
-  for (std::size_t r = 0; r < q8_0_packed_rows(rows); ++r) {
+  for (std::size_t r = first * kQ8GroupRows; r < end * kQ8GroupRows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       pq[q8_0_packed_quant(r, c, cols)] = r < rows ? wq[r * cols + c] : 0;
     }
@@ -26,22 +35,40 @@ void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float
   }
 }
 
-void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p) {
-  std::fill(p, p + bf16_packed_size(rows, cols), uint16_t{0});
-  for (std::size_t r = 0; r < rows; ++r) {
+void pack_bf16_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
+                      const uint16_t* w, uint16_t* p) {
+  const std::size_t group_values = kBf16GroupRows * bf16_packed_cols(cols);
+  std::fill(p + first * group_values, p + end * group_values, uint16_t{0});
+  for (std::size_t r = first * kBf16GroupRows; r < std::min(rows, end * kBf16GroupRows); ++r) {
     for (std::size_t c = 0; c < cols; ++c) p[bf16_packed_index(r, c, cols)] = w[r * cols + c];
   }
 }
 
-void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
-  // Group by group, each row's values read in order and written 16 apart.
-  for (std::size_t g = 0; g < f32_packed_rows(rows); g += kF32GroupRows) {
+// Group by group, each row's values read in order and written 16 apart.
+void pack_f32_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
+                     const float* w, float* p) {
+  for (std::size_t g = first * kF32GroupRows; g < end * kF32GroupRows; g += kF32GroupRows) {
     float* group = p + g * cols;
     for (std::size_t i = 0; i < kF32GroupRows; ++i) {
       const float* row = g + i < rows ? w + (g + i) * cols : nullptr;
       for (std::size_t c = 0; c < cols; ++c) group[c * kF32GroupRows + i] = row ? row[c] : 0.0f;
     }
   }
+}
+
+}  // namespace
+
+void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd, int8_t* pq,
+               float* pd) {
+  pack_q8_0_groups(0, q8_0_packed_rows(rows) / kQ8GroupRows, rows, cols, wq, wd, pq, pd);
+}
+
+void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p) {
+  pack_bf16_groups(0, bf16_packed_groups(rows), rows, cols, w, p);
+}
+
+void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
+  pack_f32_groups(0, f32_packed_rows(rows) / kF32GroupRows, rows, cols, w, p);
 }
 
 void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
@@ -59,7 +86,8 @@ void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, c
   }
 }
 
-PackedWeights::PackedWeights(std::size_t bytes) : memory_(bytes) {}
+PackedWeights::PackedWeights(std::size_t bytes, int threads)
+    : memory_(bytes), threads_(std::max(threads, 1)) {}
 
 std::size_t PackedWeights::q8_0_bytes(std::size_t rows, std::size_t cols) {
   const std::size_t values = q8_0_packed_rows(rows) * cols;
@@ -90,19 +118,27 @@ WeightMatrix PackedWeights::add_q8_0(std::size_t rows, std::size_t cols, const i
   const std::size_t values = q8_0_packed_rows(rows) * cols;
   auto* quants = take<int8_t>(values);
   auto* scales = take<float>(values / kQ8BlockSize);
-  pack_q8_0(rows, cols, wq, wd, quants, scales);
+  in_parallel(q8_0_packed_rows(rows) / kQ8GroupRows, threads_,
+              [&](std::size_t first, std::size_t end) {
+                pack_q8_0_groups(first, end, rows, cols, wq, wd, quants, scales);
+              });
   return {WeightType::Q8_0, quants, scales};
 }
 
 WeightMatrix PackedWeights::add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w) {
   auto* values = take<uint16_t>(bf16_packed_size(rows, cols));
-  pack_bf16(rows, cols, w, values);
+  in_parallel(bf16_packed_groups(rows), threads_, [&](std::size_t first, std::size_t end) {
+    pack_bf16_groups(first, end, rows, cols, w, values);
+  });
   return {WeightType::BF16, values, nullptr};
 }
 
 WeightMatrix PackedWeights::add_f32(std::size_t rows, std::size_t cols, const float* w) {
   auto* values = take<float>(f32_packed_rows(rows) * cols);
-  pack_f32(rows, cols, w, values);
+  in_parallel(f32_packed_rows(rows) / kF32GroupRows, threads_,
+              [&](std::size_t first, std::size_t end) {
+                pack_f32_groups(first, end, rows, cols, w, values);
+              });
   return {WeightType::F32, values, nullptr};
 }
 

@@ -61,9 +61,13 @@ constexpr std::size_t q8_0_packed_scale(std::size_t r, std::size_t b, std::size_
 void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd, int8_t* pq,
                float* pd);
 
-// The packed bf16 values of a [rows, cols] matrix, and the place of weight (r, c).
+// The groups of rows of packed bf16 weights, the packed values of a [rows, cols] matrix, and the
+// place of weight (r, c).
+constexpr std::size_t bf16_packed_groups(std::size_t rows) {
+  return (rows + kBf16GroupRows - 1) / kBf16GroupRows;
+}
 constexpr std::size_t bf16_packed_size(std::size_t rows, std::size_t cols) {
-  return (rows + kBf16GroupRows - 1) / kBf16GroupRows * kBf16GroupRows * bf16_packed_cols(cols);
+  return bf16_packed_groups(rows) * kBf16GroupRows * bf16_packed_cols(cols);
 }
 // Column c's place in a row of pairs: its chunk, then the pair of c % 32 (packed rows, and the
 // activations of KernelTable::round_bf16_pairs).
@@ -100,11 +104,14 @@ void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, c
 
 // A model's weight matrices in the GEMVs' layouts, in one allocation sized before the first, on
 // 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is 64-byte aligned.
+// Each is packed by up to `threads` threads of the calling thread's team, groups of rows shared
+// out: loading is mostly first touches of the copy's pages and reads of the file's, which the
+// kernel serves for several threads at once.
 class PackedWeights {
  public:
   PackedWeights() = default;
   // Room for `bytes` in all: the sum of the q8_0_bytes, bf16_bytes and f32_bytes of what is added.
-  explicit PackedWeights(std::size_t bytes);
+  explicit PackedWeights(std::size_t bytes, int threads = 1);
   static std::size_t q8_0_bytes(std::size_t rows, std::size_t cols);
   static std::size_t bf16_bytes(std::size_t rows, std::size_t cols);
   static std::size_t f32_bytes(std::size_t rows, std::size_t cols);
@@ -119,6 +126,7 @@ class PackedWeights {
 
   HugePageBuffer memory_;
   std::size_t used_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace aft::kernels

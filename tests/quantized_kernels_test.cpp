@@ -265,6 +265,45 @@ TEST(QuantizedPacking, PackPlacesEveryWeightAndScale) {
   }
 }
 
+// Packing shares groups of rows out to threads: any thread count must give the bytes of one, on
+// shapes with more groups than threads and a partial last group.
+TEST(QuantizedPacking, PackingOnSeveralThreadsGivesTheBytesOfOne) {
+  const std::size_t rows = 203, cols = 96;
+  Q8 w{std::vector<int8_t>(rows * cols), std::vector<float>(rows * cols / kBlock)};
+  for (std::size_t i = 0; i < w.q.size(); ++i) w.q[i] = static_cast<int8_t>(i % 251 - 125);
+  for (std::size_t i = 0; i < w.d.size(); ++i) w.d[i] = static_cast<float>(i + 1);
+  std::vector<uint16_t> halves(rows * cols);
+  for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 977 + 1);
+  std::vector<float> floats(rows * cols);
+  for (std::size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i) * -0.375f + 1;
+  const std::size_t q8_bytes = PackedWeights::q8_0_bytes(rows, cols);
+  const std::size_t bf16_bytes = PackedWeights::bf16_bytes(rows, cols);
+  const std::size_t f32_bytes = PackedWeights::f32_bytes(rows, cols);
+  const auto packed = [&](int threads) {
+    PackedWeights room(q8_bytes + bf16_bytes + f32_bytes, threads);
+    const WeightMatrix q8 = room.add_q8_0(rows, cols, w.q.data(), w.d.data());
+    const WeightMatrix bf16 = room.add_bf16(rows, cols, halves.data());
+    const WeightMatrix f32 = room.add_f32(rows, cols, floats.data());
+    const auto bytes = [](const void* p, std::size_t n) {
+      const auto* b = static_cast<const unsigned char*>(p);
+      return std::vector<unsigned char>(b, b + n);
+    };
+    const std::size_t q8_values = q8_0_packed_rows(rows) * cols;
+    return std::vector<std::vector<unsigned char>>{
+        bytes(q8.data, q8_values), bytes(q8.scales, q8_values / kBlock * sizeof(float)),
+        bytes(bf16.data, bf16_packed_size(rows, cols) * sizeof(uint16_t)),
+        bytes(f32.data, f32_packed_rows(rows) * cols * sizeof(float))};
+  };
+  const auto one = packed(1);
+  EXPECT_EQ(static_cast<int8_t>(one[0][q8_0_packed_quant(202, 95, cols)]), w.q[202 * cols + 95]);
+  for (int threads : {2, 3, 8, 64}) {
+    const auto several = packed(threads);
+    for (std::size_t m = 0; m < one.size(); ++m) {
+      EXPECT_TRUE(several[m] == one[m]) << "plane " << m << " on " << threads << " threads";
+    }
+  }
+}
+
 // A model's copies share one allocation sized up front: each lands 64-byte aligned with the
 // values of its packing, and one more than the room reserved is refused, not written past it.
 TEST(QuantizedPacking, PackedWeightsFillTheRoomReservedAndNoMore) {

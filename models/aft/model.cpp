@@ -4,6 +4,7 @@
 
 #include "engine/format/describe.h"
 #include "engine/format/error.h"
+#include "engine/runtime/physical_cores.h"
 
 namespace aft {
 namespace {
@@ -82,7 +83,7 @@ Model::Model(ModelFile file, ModelConfig config, Tokenizer tokenizer, ModelOptio
                     : tensor.dtype == DType::Q8_0 ? kernels::PackedWeights::q8_0_bytes(rows, cols)
                                                   : kernels::PackedWeights::f32_bytes(rows, cols);
   }
-  packed_ = kernels::PackedWeights(packed_bytes);
+  packed_ = kernels::PackedWeights(packed_bytes, physical_cores());
   program_ = build_aft_lm_graph(
       config_,
       [this](const std::string& name) { return static_cast<const float*>(file_.find(name)->data); },
