@@ -13,19 +13,11 @@ constexpr std::size_t kAlignment = 64;
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// pack(first, end) over contiguous shares of [0, groups) on up to `threads` threads.
-template <class Pack>
-void in_parallel(std::size_t groups, int threads, const Pack& pack) {
-  const std::size_t parts = std::min<std::size_t>(groups, static_cast<std::size_t>(threads));
-  parallel_parts(parts, threads, [&](std::size_t part) {
-    pack(part * groups / parts, (part + 1) * groups / parts);
-  });
-}
-
-void pack_q8_0_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
-                      const int8_t* wq, const float* wd, int8_t* pq, float* pd) {
+// Group g of each layout: its rows (zeros past `rows`), packed.
+void pack_q8_0_group(std::size_t g, std::size_t rows, std::size_t cols, const int8_t* wq,
+                     const float* wd, int8_t* pq, float* pd) {
   const std::size_t blocks = cols / kQ8BlockSize;
-  for (std::size_t r = first * kQ8GroupRows; r < end * kQ8GroupRows; ++r) {
+  for (std::size_t r = g * kQ8GroupRows; r < (g + 1) * kQ8GroupRows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       pq[q8_0_packed_quant(r, c, cols)] = r < rows ? wq[r * cols + c] : 0;
     }
@@ -35,24 +27,22 @@ void pack_q8_0_groups(std::size_t first, std::size_t end, std::size_t rows, std:
   }
 }
 
-void pack_bf16_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
-                      const uint16_t* w, uint16_t* p) {
+void pack_bf16_group(std::size_t g, std::size_t rows, std::size_t cols, const uint16_t* w,
+                     uint16_t* p) {
   const std::size_t group_values = kBf16GroupRows * bf16_packed_cols(cols);
-  std::fill(p + first * group_values, p + end * group_values, uint16_t{0});
-  for (std::size_t r = first * kBf16GroupRows; r < std::min(rows, end * kBf16GroupRows); ++r) {
+  std::fill(p + g * group_values, p + (g + 1) * group_values, uint16_t{0});
+  for (std::size_t r = g * kBf16GroupRows; r < std::min(rows, (g + 1) * kBf16GroupRows); ++r) {
     for (std::size_t c = 0; c < cols; ++c) p[bf16_packed_index(r, c, cols)] = w[r * cols + c];
   }
 }
 
-// Group by group, each row's values read in order and written 16 apart.
-void pack_f32_groups(std::size_t first, std::size_t end, std::size_t rows, std::size_t cols,
-                     const float* w, float* p) {
-  for (std::size_t g = first * kF32GroupRows; g < end * kF32GroupRows; g += kF32GroupRows) {
-    float* group = p + g * cols;
-    for (std::size_t i = 0; i < kF32GroupRows; ++i) {
-      const float* row = g + i < rows ? w + (g + i) * cols : nullptr;
-      for (std::size_t c = 0; c < cols; ++c) group[c * kF32GroupRows + i] = row ? row[c] : 0.0f;
-    }
+// Each row's values read in order and written 16 apart.
+void pack_f32_group(std::size_t g, std::size_t rows, std::size_t cols, const float* w, float* p) {
+  float* group = p + g * kF32GroupRows * cols;
+  for (std::size_t i = 0; i < kF32GroupRows; ++i) {
+    const std::size_t r = g * kF32GroupRows + i;
+    const float* row = r < rows ? w + r * cols : nullptr;
+    for (std::size_t c = 0; c < cols; ++c) group[c * kF32GroupRows + i] = row ? row[c] : 0.0f;
   }
 }
 
@@ -60,15 +50,19 @@ void pack_f32_groups(std::size_t first, std::size_t end, std::size_t rows, std::
 
 void pack_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd, int8_t* pq,
                float* pd) {
-  pack_q8_0_groups(0, q8_0_packed_rows(rows) / kQ8GroupRows, rows, cols, wq, wd, pq, pd);
+  for (std::size_t g = 0; g < q8_0_packed_rows(rows) / kQ8GroupRows; ++g) {
+    pack_q8_0_group(g, rows, cols, wq, wd, pq, pd);
+  }
 }
 
 void pack_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, uint16_t* p) {
-  pack_bf16_groups(0, bf16_packed_groups(rows), rows, cols, w, p);
+  for (std::size_t g = 0; g < bf16_packed_groups(rows); ++g) pack_bf16_group(g, rows, cols, w, p);
 }
 
 void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
-  pack_f32_groups(0, f32_packed_rows(rows) / kF32GroupRows, rows, cols, w, p);
+  for (std::size_t g = 0; g < f32_packed_rows(rows) / kF32GroupRows; ++g) {
+    pack_f32_group(g, rows, cols, w, p);
+  }
 }
 
 void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
@@ -118,27 +112,22 @@ WeightMatrix PackedWeights::add_q8_0(std::size_t rows, std::size_t cols, const i
   const std::size_t values = q8_0_packed_rows(rows) * cols;
   auto* quants = take<int8_t>(values);
   auto* scales = take<float>(values / kQ8BlockSize);
-  in_parallel(q8_0_packed_rows(rows) / kQ8GroupRows, threads_,
-              [&](std::size_t first, std::size_t end) {
-                pack_q8_0_groups(first, end, rows, cols, wq, wd, quants, scales);
-              });
+  parallel_parts(q8_0_packed_rows(rows) / kQ8GroupRows, threads_,
+                 [&](std::size_t g) { pack_q8_0_group(g, rows, cols, wq, wd, quants, scales); });
   return {WeightType::Q8_0, quants, scales};
 }
 
 WeightMatrix PackedWeights::add_bf16(std::size_t rows, std::size_t cols, const uint16_t* w) {
   auto* values = take<uint16_t>(bf16_packed_size(rows, cols));
-  in_parallel(bf16_packed_groups(rows), threads_, [&](std::size_t first, std::size_t end) {
-    pack_bf16_groups(first, end, rows, cols, w, values);
-  });
+  parallel_parts(bf16_packed_groups(rows), threads_,
+                 [&](std::size_t g) { pack_bf16_group(g, rows, cols, w, values); });
   return {WeightType::BF16, values, nullptr};
 }
 
 WeightMatrix PackedWeights::add_f32(std::size_t rows, std::size_t cols, const float* w) {
   auto* values = take<float>(f32_packed_rows(rows) * cols);
-  in_parallel(f32_packed_rows(rows) / kF32GroupRows, threads_,
-              [&](std::size_t first, std::size_t end) {
-                pack_f32_groups(first, end, rows, cols, w, values);
-              });
+  parallel_parts(f32_packed_rows(rows) / kF32GroupRows, threads_,
+                 [&](std::size_t g) { pack_f32_group(g, rows, cols, w, values); });
   return {WeightType::F32, values, nullptr};
 }
 
