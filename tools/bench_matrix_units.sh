@@ -73,8 +73,8 @@ done
 echo "### aft-bench, medians of $rounds alternated rounds (tokens/s)"
 for dtype in bf16 q8_0; do
   model="$models/enwik8-local.$dtype.aft"
-  for table in "$isa" "$against"; do
-    for i in $(seq "$rounds"); do
+  for i in $(seq "$rounds"); do
+    for table in "$isa" "$against"; do
       AFT_ISA=$table "$build/tools/aft-bench" "$model" -p 512 -n 32 -b 1,16 -t "$threads" -r 1 \
         --no-limits -o json > "$models/.round-$dtype-$table-$i.json"
     done
