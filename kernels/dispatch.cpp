@@ -77,7 +77,7 @@ bool always() { return true; }
 // Best first.
 constexpr Isa kIsas[] = {
 #if defined(AFT_KERNELS_X86)
-    // Opt-in until measured against the avx512bf16 table on an AMX machine (isa_avx512amx.cpp).
+    // Opt-in: no faster than avx512bf16 but for batches of bf16 sequences (isa_avx512amx.cpp).
     {"avx512amx", avx512amx_kernels, has_amx, true},
     {"avx512bf16", avx512bf16_kernels, has_avx512bf16},
     {"avx512vnni", avx512vnni_kernels, has_avx512vnni},
