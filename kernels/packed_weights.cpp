@@ -67,15 +67,16 @@ void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p) {
 
 void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
                         float* x) {
-  for (std::size_t i = 0; i < rows; i += kF32GroupRows) {
-    const float* group = p + f32_packed_index(first + i, 0, cols);
-    const std::size_t n = std::min(kF32GroupRows, rows - i);
-    for (std::size_t c = 0; c < cols; ++c) {
-      if (n == kF32GroupRows) {
-        std::memcpy(x + c * rows + i, group + c * kF32GroupRows, kF32GroupRows * sizeof(float));
-      } else {
-        std::memcpy(x + c * rows + i, group + c * kF32GroupRows, n * sizeof(float));
-      }
+  // Row c of x at a time, written in order from the groups' columns c.
+  const float* groups = p + f32_packed_index(first, 0, cols);
+  const std::size_t whole = rows / kF32GroupRows * kF32GroupRows;
+  for (std::size_t c = 0; c < cols; ++c, x += rows) {
+    for (std::size_t i = 0; i < whole; i += kF32GroupRows) {
+      std::memcpy(x + i, groups + (i * cols + c * kF32GroupRows), kF32GroupRows * sizeof(float));
+    }
+    if (whole < rows) {
+      std::memcpy(x + whole, groups + (whole * cols + c * kF32GroupRows),
+                  (rows - whole) * sizeof(float));
     }
   }
 }

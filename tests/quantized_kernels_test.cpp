@@ -423,6 +423,24 @@ std::vector<uint16_t> pack(std::size_t rows, std::size_t cols, const std::vector
 // The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
 // other, a group of 4 rows where its first row would be with the padded column count; within a
 // row's chunk, columns j and j + 16 side by side.
+// A prefill's column block of packed f32 weights, unpacked for oneDNN: rows from a group past
+// the first, one whole group and part of the next (the matrix's last, padded one).
+TEST(QuantizedPacking, UnpackF32ColumnsReadsWholeAndPartialGroups) {
+  const std::size_t rows = 40, cols = 9, first = 16, taken = rows - first;
+  std::vector<float> w(rows * cols);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  std::vector<float> packed(f32_packed_rows(rows) * cols);
+  pack_f32(rows, cols, w.data(), packed.data());
+  std::vector<float> columns(cols * taken, -1.0f);
+  unpack_f32_columns(first, taken, cols, packed.data(), columns.data());
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t i = 0; i < taken; ++i) {
+      EXPECT_EQ(columns[c * taken + i], w[(first + i) * cols + c])
+          << "column " << c << ", row " << i;
+    }
+  }
+}
+
 TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
   const std::size_t rows = 6, cols = 40;  // a partial group and a partial chunk
   std::vector<uint16_t> w(rows * cols);
