@@ -420,9 +420,6 @@ std::vector<uint16_t> pack(std::size_t rows, std::size_t cols, const std::vector
   return p;
 }
 
-// The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
-// other, a group of 4 rows where its first row would be with the padded column count; within a
-// row's chunk, columns j and j + 16 side by side.
 // A prefill's column block of packed f32 weights, unpacked for oneDNN: rows from a group past
 // the first, one whole group and part of the next (the matrix's last, padded one).
 TEST(QuantizedPacking, UnpackF32ColumnsReadsWholeAndPartialGroups) {
@@ -441,6 +438,9 @@ TEST(QuantizedPacking, UnpackF32ColumnsReadsWholeAndPartialGroups) {
   }
 }
 
+// The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
+// other, a group of 4 rows where its first row would be with the padded column count; within a
+// row's chunk, columns j and j + 16 side by side.
 TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
   const std::size_t rows = 6, cols = 40;  // a partial group and a partial chunk
   std::vector<uint16_t> w(rows * cols);
