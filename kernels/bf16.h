@@ -1,6 +1,6 @@
 // bf16 (the upper 16 bits of an IEEE binary32) from float, for the tools that write bf16 weights,
-// for tests, and for the activations of bf16 products on matrix units (matmul.cpp). The SIMD
-// kernels only widen (KernelTable::bf16_to_f32, gemv_bf16).
+// for tests, and for the activations of bf16 products on matrix units (matmul.cpp); the SIMD
+// kernels round with their own template (KernelTable::round_bf16).
 #pragma once
 
 #include <cstdint>

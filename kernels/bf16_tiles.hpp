@@ -4,51 +4,51 @@
 // avx512amx table: one vector and a batch run the same tile products, so a sequence gets the same
 // bits alone and in a batch.
 //
-// For up to 16 vectors at a time (N), per group of 4 weight rows (packed_weights.h), each chunk
+// For up to 16 vectors at a time (M), per group of 16 weight rows (packed_weights.h), each chunk
 // of 32 columns is one tile product C += A B (tdpbf16ps):
-//   A: the group's packed chunk as it is, 4 rows of 16 pairs (columns j and j + 16);
-//   B: the N vectors' pairs of the chunk, 16 rows (pair j) of N pairs: a vector's rounded
-//      activations (round_bf16_pairs) transposed, or as they are for one vector;
-//   C: 4 x N f32 sums, row = weight row, column = vector, kept in the tile over all chunks.
-// Each sum is the instruction's: per pair, column j's product added, then column j + 16's, each
-// rounded (products of two bf16 values are exact in f32), pair after pair, chunk after chunk.
-// That order is a function of the pair of row and vector alone, whatever N, so a vector's bits do
-// not depend on the vectors beside it. It is not the order of vdpbf16ps (the avx512bf16 table),
-// whose lanes sum a row's columns apart and then add the lanes: the two tables agree to the
-// rounding of f32 sums, not bit for bit.
+//   A: the vectors' rounded activations of the chunk as they are (round_bf16), M rows of 16 pairs;
+//   B: the group's packed chunk as it is, 16 lines (pair p) of the 16 rows' pairs: 1 KB in one
+//      stream;
+//   C: M x 16 f32 sums, row = vector, column = weight row, kept in the tile over all chunks.
+// Each sum is the instruction's, pair after pair, chunk after chunk: the SDM's pseudocode adds
+// column 2p's product, then column 2p + 1's, each rounded (emulated_tiles.h does), but the
+// Sapphire Rapids measured rounds otherwise (tests/quantized_kernels_test.cpp). Either way the sum
+// of a (row, vector) is a function of the two alone, whatever M, so a vector's bits do not depend
+// on the vectors beside it (tested on the hardware). It is not vdpbf16ps's order (the avx512bf16
+// table): the two tables agree to the rounding of f32 sums, not bit for bit.
 //
-// Three groups per pass share each load of B: tiles 0-2 (C), 3-5 (A), 6 (B).
+// Three groups per pass share each load of A: tiles 0-2 (C), 3-5 (B), 6 (A).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "kernels/kernels.h"
-#include "kernels/thread_scratch.h"
 #include "kernels/tile_config.h"
 
 namespace aft::kernels::simd {
 
-// Vectors per tile product at most: the columns of B and C.
+// Vectors per tile product at most: the rows of A and C.
 constexpr std::size_t kBf16TileVectors = 16;
 // Groups of weight rows per pass.
 constexpr int kBf16TileGroups = 3;
+// A tile row: 16 pairs of bf16 (A, B) or 16 floats (C).
+constexpr std::size_t kBf16TileRowBytes = 64;
 
-// The configuration for n vectors, at [n - 1] (computed at compile time: no inline function of
+// The configuration for m vectors, at [m - 1] (computed at compile time: no inline function of
 // this header is emitted in an ISA file, kernels/README.md).
 constexpr std::array<TileConfig, kBf16TileVectors> bf16_tile_configs() {
   std::array<TileConfig, kBf16TileVectors> configs{};
-  for (std::size_t n = 1; n <= kBf16TileVectors; ++n) {
-    TileConfig& config = configs[n - 1];
+  for (std::size_t m = 1; m <= kBf16TileVectors; ++m) {
+    TileConfig& config = configs[m - 1];
     for (int g = 0; g < kBf16TileGroups; ++g) {
-      config.set(g, kBf16GroupRows, n * sizeof(float));
-      config.set(kBf16TileGroups + g, kBf16GroupRows, kBf16ChunkCols * sizeof(uint16_t));
+      config.set(g, m, kBf16TileRowBytes);
+      config.set(kBf16TileGroups + g, kBf16ChunkCols / 2, kBf16TileRowBytes);
     }
-    config.set(2 * kBf16TileGroups, kBf16ChunkCols / 2, n * sizeof(uint32_t));
+    config.set(2 * kBf16TileGroups, m, kBf16TileRowBytes);
   }
   return configs;
 }
@@ -59,28 +59,25 @@ template <class F, int... I>
   (f(std::integral_constant<int, I>{}), ...);
 }
 
-// The sums of kGroups groups (group i's chunks at w + i * group_stride values) by the vectors of
-// b (chunk k's B at b + k * b_chunk pairs, rows b_stride bytes apart), into c (kGroups x 4 rows
-// of kBf16TileVectors floats).
+// The sums of kGroups groups (group i's chunks at w + i * group_stride values) by the vectors at
+// xb (rows x_bytes apart), into c (kGroups x kBf16TileVectors rows of 16 floats).
 template <class Tiles, int kGroups>
 void bf16_tile_pass(const uint16_t* w, std::size_t group_stride, std::size_t chunks,
-                    const uint32_t* b, std::size_t b_chunk, std::size_t b_stride, float* c) {
-  constexpr int kB = 2 * kBf16TileGroups;
+                    const uint16_t* xb, std::size_t x_bytes, float* c) {
+  constexpr int kA = 2 * kBf16TileGroups;
   constexpr std::size_t kChunkValues = kBf16GroupRows * kBf16ChunkCols;
-  constexpr std::size_t kRowBytes = kBf16ChunkCols * sizeof(uint16_t);
   const auto groups = std::make_integer_sequence<int, kGroups>();
   for_each_tile(groups, [&](auto g) { Tiles::template zero<g>(); });
   for (std::size_t k = 0; k < chunks; ++k) {
-    Tiles::template load<kB>(b + k * b_chunk, b_stride);
+    Tiles::template load<kA>(xb + k * kBf16ChunkCols, x_bytes);
     for_each_tile(groups, [&](auto g) {
-      constexpr int kA = kBf16TileGroups + g;
-      Tiles::template load<kA>(w + g * group_stride + k * kChunkValues, kRowBytes);
+      constexpr int kB = kBf16TileGroups + g;
+      Tiles::template load<kB>(w + g * group_stride + k * kChunkValues, kBf16TileRowBytes);
       Tiles::template dpbf16ps<g, kA, kB>();
     });
   }
   for_each_tile(groups, [&](auto g) {
-    Tiles::template store<g>(c + g * kBf16GroupRows * kBf16TileVectors,
-                             kBf16TileVectors * sizeof(float));
+    Tiles::template store<g>(c + g * kBf16TileVectors * kBf16GroupRows, kBf16TileRowBytes);
   });
 }
 
@@ -90,46 +87,32 @@ void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w
                            const float* bias, float* y, std::size_t y_stride) {
   const std::size_t packed_cols = bf16_packed_cols(cols);
   const std::size_t chunks = packed_cols / kBf16ChunkCols;
-  const std::size_t pairs = packed_cols / 2;
   const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
   const std::size_t group_stride = kBf16GroupRows * packed_cols;
+  const std::size_t x_bytes = x_stride * sizeof(uint16_t);
   static constexpr std::array<TileConfig, kBf16TileVectors> kConfigs = bf16_tile_configs();
-  alignas(64) float c[kBf16TileGroups][kBf16GroupRows][kBf16TileVectors];
+  alignas(64) float c[kBf16TileGroups][kBf16TileVectors][kBf16GroupRows];
   for (std::size_t v0 = 0; v0 < n_vectors; v0 += kBf16TileVectors) {
-    const std::size_t n = std::min(kBf16TileVectors, n_vectors - v0);
-    // B: pair j of every vector side by side; one vector's pairs are that already.
-    const uint32_t* b;
-    if (n == 1) {
-      b = reinterpret_cast<const uint32_t*>(xb + v0 * x_stride);
-    } else {
-      auto* transposed = static_cast<uint32_t*>(thread_scratch(pairs * n * sizeof(uint32_t)));
-      for (std::size_t v = 0; v < n; ++v) {
-        const uint16_t* x = xb + (v0 + v) * x_stride;
-        for (std::size_t p = 0; p < pairs; ++p) {
-          std::memcpy(&transposed[p * n + v], x + 2 * p, sizeof(uint32_t));
-        }
-      }
-      b = transposed;
-    }
-    const std::size_t b_chunk = kBf16ChunkCols / 2 * n, b_stride = n * sizeof(uint32_t);
-    Tiles::configure(kConfigs[n - 1]);
+    const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
+    const uint16_t* x = xb + v0 * x_stride;
+    Tiles::configure(kConfigs[m - 1]);
     for (std::size_t g0 = 0; g0 < groups; g0 += kBf16TileGroups) {
       const std::size_t pass = std::min<std::size_t>(kBf16TileGroups, groups - g0);
       const uint16_t* wg = w + g0 * group_stride;
       if (pass == 3) {
-        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, b, b_chunk, b_stride, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
       } else if (pass == 2) {
-        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, b, b_chunk, b_stride, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
       } else {
-        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, b, b_chunk, b_stride, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
       }
       for (std::size_t g = 0; g < pass; ++g) {
-        for (std::size_t i = 0; i < kBf16GroupRows; ++i) {
-          const std::size_t r = (g0 + g) * kBf16GroupRows + i;
-          if (r >= rows) break;
-          for (std::size_t v = 0; v < n; ++v) {
-            y[(v0 + v) * y_stride + r] = bias ? c[g][i][v] + bias[r] : c[g][i][v];
-          }
+        const std::size_t r0 = (g0 + g) * kBf16GroupRows;
+        const std::size_t n = std::min(kBf16GroupRows, rows - r0);
+        for (std::size_t v = 0; v < m; ++v) {
+          float* out = y + (v0 + v) * y_stride + r0;
+          for (std::size_t i = 0; i < n; ++i)
+            out[i] = bias ? c[g][v][i] + bias[r0 + i] : c[g][v][i];
         }
       }
     }

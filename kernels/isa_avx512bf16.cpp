@@ -17,9 +17,9 @@ const KernelTable& avx512bf16_kernels() {
   static const KernelTable kTable = [] {
     KernelTable table = avx512vnni_kernels();
     table.isa = "avx512bf16";
-    table.gemv_bf16_bf16 = &simd::gemv<xsimd::avx512dq, simd::Bf16PairRows<xsimd::avx512dq>>;
-    table.gemv_batch_bf16_bf16 =
-        &simd::gemv_batch<xsimd::avx512dq, simd::Bf16PairRows<xsimd::avx512dq>>;
+    using Pairs = simd::Bf16PairColumns<xsimd::avx512dq>;
+    table.gemv_bf16_bf16 = &simd::gemv_groups<xsimd::avx512dq, Pairs>;
+    table.gemv_batch_bf16_bf16 = &simd::gemv_batch_groups<xsimd::avx512dq, Pairs>;
     return table;
   }();
   return kTable;

@@ -112,27 +112,25 @@ struct KernelTable {
                           std::size_t n_vectors, const int8_t* xq, const float* xd,
                           const float* bias, float* y, std::size_t y_stride);
   // gemv_f32 / gemv_batch_f32 with packed bf16 weights (kernels/packed_weights.h; w at the start of
-  // a group of kBf16GroupRows rows), widened exactly to f32, each row summed in lanes of columns
-  // and then across them (f32_gemv.hpp): each vector of a batch gets the bits gemv_bf16 gives it.
+  // a group of kBf16GroupRows rows), widened exactly to f32: rows in lanes, each row's sum the
+  // sequential one over its columns (group_gemv.hpp), so each vector of a batch gets the bits
+  // gemv_bf16 gives it, and every table with FMA the bits gemv_f32 gives the widened weights.
   void (*gemv_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const float* x,
                     const float* bias, float* y);
   void (*gemv_batch_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
                           std::size_t n_vectors, const float* x, std::size_t x_stride,
                           const float* bias, float* y, std::size_t y_stride);
-  // x[r * cols + c] = the bf16 value of packed weight (r, c), for r < rows, c < cols: exact.
-  void (*widen_bf16_rows)(std::size_t rows, std::size_t cols, const uint16_t* w, float* x);
 
   // ---- bf16 weights by bf16 activations: the matrix units' arithmetic (bf16_gemv.hpp) ----
 
   // x[0, cols) rounded to bf16 (as f32_to_bf16: to nearest, ties to even) into
-  // xb[0, bf16_packed_cols(cols)), column c at bf16_pair_index(c) as in a packed row, zeros past
-  // cols. Bit-identical on every ISA.
-  void (*round_bf16_pairs)(std::size_t cols, const float* x, uint16_t* xb);
-  // y[r] = sum over c of w(r, c) xb(c) (+ bias[r]): packed bf16 weights by activations from
-  // round_bf16_pairs, each product exact in f32 and summed in f32, per 32-bit lane the pair's
-  // column j + 16 first, then column j, as AVX512-BF16's vdpbf16ps (which the avx512bf16 table
-  // runs; the others compute the same sums with FMAs). Matches the scalar reference within float
-  // rounding.
+  // xb[0, bf16_packed_cols(cols)), zeros past cols. Bit-identical on every ISA.
+  void (*round_bf16)(std::size_t cols, const float* x, uint16_t* xb);
+  // y[r] = sum over c of w(r, c) xb[c] (+ bias[r]): packed bf16 weights by activations from
+  // round_bf16, each product exact in f32 and summed in f32, pair of columns (2p, 2p + 1) after
+  // pair: as AVX512-BF16's vdpbf16ps, column 2p + 1 first (the avx512bf16 table runs it; the
+  // tables without it compute the same sums with FMAs), or as AMX's tdpbf16ps, column 2p first
+  // (the avx512amx table). Matches the scalar reference within float rounding.
   void (*gemv_bf16_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w, const uint16_t* xb,
                          const float* bias, float* y);
   // gemv_bf16_bf16 of n_vectors vectors (vector v at xb + v * x_stride), each result the bits
@@ -166,8 +164,9 @@ constexpr std::size_t kQ8GroupRows = 16;
 // Rows per group of packed f32 weights: a group's column is one AVX-512 register (2 AVX2, 4 SSE2
 // or NEON).
 constexpr std::size_t kF32GroupRows = 16;
-// Packed bf16 weights: groups of rows (the GEMV's rows per pass) by chunks of columns.
-constexpr std::size_t kBf16GroupRows = 4;
+// Packed bf16 weights: groups of 16 rows (a pair of columns of a group is one AVX-512 register),
+// columns padded to whole chunks of 32 (a chunk of a group is one AMX tile).
+constexpr std::size_t kBf16GroupRows = 16;
 constexpr std::size_t kBf16ChunkCols = 32;
 constexpr std::size_t bf16_packed_cols(std::size_t cols) {
   return (cols + kBf16ChunkCols - 1) / kBf16ChunkCols * kBf16ChunkCols;

@@ -137,7 +137,7 @@ struct Matmul::Impl {
   Primitive create(std::size_t rows, std::size_t width) const {
     const memory::dim m = rows == 0 ? DNNL_RUNTIME_DIM_VAL : dim(rows);
     const memory::desc src({m, dim(k)}, kF32, Tag::ab);
-    const memory::desc weights({dim(k), dim(width)}, kF32, widened_tag());
+    const memory::desc weights({dim(k), dim(width)}, kF32, Tag::ab);
     const memory::desc dst({m, dim(width)}, kF32, Tag::ab);
     const dnnl::matmul::desc desc =
         bias ? dnnl::matmul::desc(src, weights, memory::desc({1, dim(width)}, kF32, Tag::ab), dst)
@@ -193,14 +193,10 @@ struct Matmul::Impl {
   static_assert(kMatmulBlockColumns % kBf16GroupRows == 0 &&
                     kMatmulBlockColumns % kF32GroupRows == 0,
                 "a column block is whole groups of packed weights");
-  // How f32_weights lays out a block of W, [K, width]: packed f32 unpacked as columns (ab: a
-  // group's column is a copy), bf16 widened as rows (ba).
-  Tag widened_tag() const { return w.type == WeightType::F32 ? Tag::ab : Tag::ba; }
-
-  // Rows [column, column + width) of W as f32 in `widened` (widened_tag), unless it holds them
-  // already: packed f32 unpacked, bf16 widened (both exact, the same bits on every ISA). Where the
-  // previous block's widening failed (out of memory), the call fails: what `widened` holds then
-  // only has to be in bounds.
+  // Rows [column, column + width) of W as f32 in `widened`, [K, width] row-major, unless it holds
+  // them already: packed f32 and bf16 unpacked as columns (exact, the same bits on every ISA; a
+  // group's column is a copy, or a pair's line widened). Where the previous block's widening
+  // failed (out of memory), the call fails: what `widened` holds then only has to be in bounds.
   float* f32_weights(std::size_t column, std::size_t width, std::vector<float>& widened,
                      bool already_widened) const {
     if (already_widened && widened.size() >= width * k) return widened.data();
@@ -208,7 +204,7 @@ struct Matmul::Impl {
     if (w.type == WeightType::F32) {
       unpack_f32_columns(column, width, k, w.f32_rows(0, k), widened.data());
     } else {
-      active_kernels().widen_bf16_rows(width, k, w.bf16_rows(column, k), widened.data());
+      unpack_bf16_columns(column, width, k, w.bf16_rows(0, k), widened.data());
     }
     return widened.data();
   }
@@ -244,7 +240,7 @@ struct Matmul::Impl {
     if (w.type == WeightType::F32) {
       for (std::size_t i = 0; i < width * k; ++i) rows[i] = bf16_to_float(f32_to_bf16(rows[i]));
     }
-    memory from({{dim(k), dim(width)}, kF32, widened_tag()}, onednn_cpu_engine(), rows);
+    memory from({{dim(k), dim(width)}, kF32, Tag::ab}, onednn_cpu_engine(), rows);
     dnnl::reorder(from, to).execute(stream, from, const_cast<memory&>(to));
   }
 
@@ -291,7 +287,7 @@ struct Matmul::Impl {
                : memory({{dim(m), dim(k)}, kF32, Tag::ab}, engine, const_cast<float*>(x));
     const memory weights =
         p.bf16 ? bf16_weights(p, column, width, scratch, already_widened)
-               : memory({{dim(k), dim(width)}, kF32, widened_tag()}, engine,
+               : memory({{dim(k), dim(width)}, kF32, Tag::ab}, engine,
                         f32_weights(column, width, scratch.widened, already_widened));
     const memory dst({{dim(m), dim(width)}, kF32, Tag::ab}, engine, block.data());
     const memory scratchpad(p.pd.scratchpad_desc(), engine);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/bf16.h"
 #include "kernels/thread_team.h"
 
 namespace aft::kernels {
@@ -77,6 +78,25 @@ void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, c
     if (whole < rows) {
       std::memcpy(x + whole, groups + (whole * cols + c * kF32GroupRows),
                   (rows - whole) * sizeof(float));
+    }
+  }
+}
+
+void unpack_bf16_columns(std::size_t first, std::size_t rows, std::size_t cols, const uint16_t* p,
+                         float* x) {
+  // Rows 2p and 2p + 1 of x at a time, from the groups' lines of pair p.
+  const uint16_t* groups = p + bf16_packed_index(first, 0, cols);
+  const std::size_t group_values = kBf16GroupRows * bf16_packed_cols(cols);
+  for (std::size_t c = 0; c < cols; c += 2) {
+    float* even = x + c * rows;
+    float* odd = c + 1 < cols ? even + rows : nullptr;
+    for (std::size_t i = 0; i < rows; i += kBf16GroupRows) {
+      const uint16_t* line = groups + i / kBf16GroupRows * group_values + c * kBf16GroupRows;
+      const std::size_t n = std::min(kBf16GroupRows, rows - i);
+      for (std::size_t l = 0; l < n; ++l) even[i + l] = bf16_to_float(line[2 * l]);
+      if (odd) {
+        for (std::size_t l = 0; l < n; ++l) odd[i + l] = bf16_to_float(line[2 * l + 1]);
+      }
     }
   }
 }

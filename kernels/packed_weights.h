@@ -12,20 +12,20 @@
 // so that one SIMD register holds 4 columns of many rows, and the step's 4 activation quants,
 // broadcast to every lane, multiply all of them without horizontal sums.
 //
-// bf16: rows in groups of kBf16GroupRows, columns in chunks of kBf16ChunkCols (both padded with
-// zeros); a group's chunks one after the other, each chunk its rows one after the other, and a
-// row's 32 values in pairs of columns j and j + 16 (j < 16), j's value first:
-//   w[((g * chunks + k) * 4 + i) * 32 + 2 j + h] = w[g * 4 + i][32 k + 16 h + j]
-// which is the order in which the GEMV, 4 rows at a time, reads them. A pair is a 32-bit lane
-// (little-endian): shifted left by 16 it is column j's float, masked to its high half column
-// j + 16's, one operation per value where widening 16-bit lanes took two.
+// bf16: rows in groups of kBf16GroupRows (16), columns padded with zeros to whole chunks of
+// kBf16ChunkCols (32), the last group padded with zero rows; a group pair of columns after pair,
+// each pair the group's rows side by side, a row's pair a 32-bit lane (column 2p in its low half):
+//   w[((g * packed_cols / 2 + p) * 16 + i) * 2 + h] = w[g * 16 + i][2 p + h]
+// so that one 64-byte line holds two columns of 16 rows: widened (a shift, a mask) they are two
+// columns of the f32 layout below, and as they are, one vdpbf16ps multiplies them by a broadcast
+// pair of activations, or 16 lines (a chunk) are one AMX tile of weights.
 //
 // f32: rows in groups of kF32GroupRows (the last group padded with zero rows), each group column
 // after column, the group's rows side by side:
 //   w[(g * cols + c) * 16 + i] = w[g * 16 + i][c]
 // so that one register holds a column of many rows, which a broadcast value of x multiplies and
 // adds into the rows' sums: no horizontal sums, and the same order of sums for one vector and for
-// a batch (f32_group_gemv.hpp).
+// a batch (group_gemv.hpp).
 //
 // In all three, the group of row r (a multiple of the group's rows) starts at r * cols (bf16: the
 // padded cols) values, and its q8_0 scales at r * cols / 32, as a row does in a row-major layout.
@@ -69,18 +69,11 @@ constexpr std::size_t bf16_packed_groups(std::size_t rows) {
 constexpr std::size_t bf16_packed_size(std::size_t rows, std::size_t cols) {
   return bf16_packed_groups(rows) * kBf16GroupRows * bf16_packed_cols(cols);
 }
-// Column c's place in a row of pairs: its chunk, then the pair of c % 32 (packed rows, and the
-// activations of KernelTable::round_bf16_pairs).
-constexpr std::size_t bf16_pair_index(std::size_t c) {
-  const std::size_t j = c % kBf16ChunkCols;
-  return c - j + j % (kBf16ChunkCols / 2) * 2 + j / (kBf16ChunkCols / 2);
-}
 constexpr std::size_t bf16_packed_index(std::size_t r, std::size_t c, std::size_t cols) {
-  return ((r / kBf16GroupRows * (bf16_packed_cols(cols) / kBf16ChunkCols) + c / kBf16ChunkCols) *
-              kBf16GroupRows +
+  return ((r / kBf16GroupRows * (bf16_packed_cols(cols) / 2) + c / 2) * kBf16GroupRows +
           r % kBf16GroupRows) *
-             kBf16ChunkCols +
-         bf16_pair_index(c % kBf16ChunkCols);
+             2 +
+         c % 2;
 }
 
 // Packs row-major bf16 values w (rows x cols) into p (bf16_packed_size(rows, cols) values).
@@ -101,6 +94,9 @@ void pack_f32(std::size_t rows, std::size_t cols, const float* w, float* p);
 // contiguous values in both: copies, no transposition.
 void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, const float* p,
                         float* x);
+// The same for packed bf16 weights p, widened exactly: a pair's line is two such columns.
+void unpack_bf16_columns(std::size_t first, std::size_t rows, std::size_t cols, const uint16_t* p,
+                         float* x);
 
 // A model's weight matrices in the GEMVs' layouts, in one allocation sized before the first, on
 // 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is 64-byte aligned.

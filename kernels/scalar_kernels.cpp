@@ -85,16 +85,8 @@ void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const
   }
 }
 
-void widen_bf16_rows(std::size_t rows, std::size_t cols, const uint16_t* w, float* x) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = weight(w, r, c, cols);
-  }
-}
-
-void round_bf16_pairs(std::size_t cols, const float* x, uint16_t* xb) {
-  for (std::size_t c = 0; c < bf16_packed_cols(cols); ++c) {
-    xb[bf16_pair_index(c)] = c < cols ? f32_to_bf16(x[c]) : 0;
-  }
+void round_bf16(std::size_t cols, const float* x, uint16_t* xb) {
+  for (std::size_t c = 0; c < bf16_packed_cols(cols); ++c) xb[c] = c < cols ? f32_to_bf16(x[c]) : 0;
 }
 
 void gemv_bf16_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, const uint16_t* xb,
@@ -102,7 +94,7 @@ void gemv_bf16_bf16(std::size_t rows, std::size_t cols, const uint16_t* w, const
   for (std::size_t r = 0; r < rows; ++r) {
     double sum = bias ? bias[r] : 0.0;
     for (std::size_t c = 0; c < cols; ++c) {
-      sum += static_cast<double>(weight(w, r, c, cols)) * bf16_to_float(xb[bf16_pair_index(c)]);
+      sum += static_cast<double>(weight(w, r, c, cols)) * bf16_to_float(xb[c]);
     }
     y[r] = static_cast<float>(sum);
   }
@@ -304,8 +296,7 @@ constexpr KernelTable kScalar{
     gemv_batch_q8_0,
     gemv<uint16_t>,
     gemv_batch<uint16_t>,
-    widen_bf16_rows,
-    round_bf16_pairs,
+    round_bf16,
     gemv_bf16_bf16,
     gemv_batch_bf16_bf16,
     sum_f32,

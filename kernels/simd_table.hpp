@@ -12,11 +12,10 @@
 #include "kernels/f32_fma_probe.hpp"
 #include "kernels/f32_gated_add.hpp"
 #include "kernels/f32_gelu.hpp"
-#include "kernels/f32_gemv.hpp"
-#include "kernels/f32_group_gemv.hpp"
 #include "kernels/f32_layer_norm.hpp"
 #include "kernels/f32_relu.hpp"
 #include "kernels/f32_sum.hpp"
+#include "kernels/group_gemv.hpp"
 #include "kernels/kernels.h"
 #include "kernels/q8_0.hpp"
 
@@ -26,8 +25,8 @@ template <class A>
 constexpr KernelTable make_table(const char* isa) {
   return KernelTable{
       isa,
-      &gemv_f32_groups<A>,
-      &gemv_batch_f32_groups<A>,
+      &gemv_groups<A, F32Columns<A>>,
+      &gemv_batch_groups<A, F32Columns<A>>,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,
       &aft_accumulate_biased_f32<A>,
@@ -45,12 +44,11 @@ constexpr KernelTable make_table(const char* isa) {
       &quantize_q8_0<A>,
       &gemv_q8_0<A>,
       &gemv_batch_q8_0<A>,
-      &gemv<A, Bf16PackedRows<A>>,
-      &gemv_batch<A, Bf16PackedRows<A>>,
-      &widen_bf16_rows<A>,
-      &round_bf16_pairs<A>,
-      &gemv<A, Bf16PairRows<A>>,
-      &gemv_batch<A, Bf16PairRows<A>>,
+      &gemv_groups<A, Bf16Columns<A>>,
+      &gemv_batch_groups<A, Bf16Columns<A>>,
+      &round_bf16<A>,
+      &gemv_groups<A, Bf16PairColumns<A>>,
+      &gemv_batch_groups<A, Bf16PairColumns<A>>,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

@@ -2,7 +2,7 @@
 // one of the weight dtypes, packed for the GEMV kernels at load (kernels/packed_weights.h; the
 // model file keeps them row-major, docs/format.md), where a group of rows starts where its first
 // row would in a row-major layout, so f32_rows / bf16_rows / q8_rows / q8_scales take a multiple of
-// the group's rows (16, 4, 16).
+// the group's rows (16 each).
 #pragma once
 
 #include <cstddef>

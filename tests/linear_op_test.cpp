@@ -95,7 +95,7 @@ TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
     const std::vector<float> row = run(*op, x.data() + r * kIn, 1, kIn, kOut, nullptr, 1, scratch);
     std::vector<uint16_t> rounded(kernels::bf16_packed_cols(kIn));
     std::vector<float> want(kOut);
-    k.round_bf16_pairs(kIn, x.data() + r * kIn, rounded.data());
+    k.round_bf16(kIn, x.data() + r * kIn, rounded.data());
     k.gemv_bf16_bf16(kOut, kIn, static_cast<const uint16_t*>(packed.data), rounded.data(),
                      bias.data(), want.data());
     ASSERT_EQ(row, want) << "row " << r << ": not the bf16 x bf16 product";

@@ -107,8 +107,7 @@ TEST(QuantizedDispatch, TablesAreComplete) {
     EXPECT_NE(t->gemv_batch_q8_0, nullptr) << name;
     EXPECT_NE(t->gemv_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_batch_bf16, nullptr) << name;
-    EXPECT_NE(t->widen_bf16_rows, nullptr) << name;
-    EXPECT_NE(t->round_bf16_pairs, nullptr) << name;
+    EXPECT_NE(t->round_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_bf16_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_batch_bf16_bf16, nullptr) << name;
   }
@@ -438,29 +437,53 @@ TEST(QuantizedPacking, UnpackF32ColumnsReadsWholeAndPartialGroups) {
   }
 }
 
-// The packed bf16 layout, place by place: chunks of 32 columns of 4 rows, one row's chunk after the
-// other, a group of 4 rows where its first row would be with the padded column count; within a
-// row's chunk, columns j and j + 16 side by side.
+// The packed bf16 layout, place by place: groups of 16 rows where their first row would be with
+// the padded column count (whole chunks of 32), pair of columns after pair, the group's rows side
+// by side, column 2p in a pair's first half.
 TEST(QuantizedPacking, PackBf16PlacesEveryWeight) {
-  const std::size_t rows = 6, cols = 40;  // a partial group and a partial chunk
+  const std::size_t rows = 20, cols = 41;  // a partial group, a partial chunk, an odd column
   std::vector<uint16_t> w(rows * cols);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(i + 1);
   const auto p = pack(rows, cols, w);
-  ASSERT_EQ(p.size(), 8u * 64u);
+  ASSERT_EQ(p.size(), 32u * 64u);
   EXPECT_EQ(p[0], w[0]);
-  EXPECT_EQ(p[1], w[16]);  // the pair of columns 0 and 16
-  EXPECT_EQ(p[2], w[1]);
-  EXPECT_EQ(p[31], w[31]);
-  EXPECT_EQ(p[32], w[cols]);      // row 1's first chunk after row 0's
-  EXPECT_EQ(p[128], w[32]);       // then the rows' second chunks
-  EXPECT_EQ(p[128 + 14], w[39]);  // column 39 is pair 7's first half
-  EXPECT_EQ(p[128 + 1], 0);       // columns 40..63: padding (48 pairs with 32)
-  EXPECT_EQ(p[128 + 16], 0);
-  EXPECT_EQ(p[4 * 64], w[4 * cols]);  // the second group starts where row 4 would
-  for (std::size_t r = 0; r < 8; ++r) {
+  EXPECT_EQ(p[1], w[1]);     // the pair of columns 0 and 1
+  EXPECT_EQ(p[2], w[cols]);  // then row 1's
+  EXPECT_EQ(p[3], w[cols + 1]);
+  EXPECT_EQ(p[31], w[15 * cols + 1]);
+  EXPECT_EQ(p[32], w[2]);    // the next pair of the group's rows
+  EXPECT_EQ(p[640], w[40]);  // column 40, pair 20
+  EXPECT_EQ(p[641], 0);      // columns 41..63: padding
+  EXPECT_EQ(p[1023], 0);
+  EXPECT_EQ(p[1024], w[16 * cols]);  // the second group starts where row 16 would
+  EXPECT_EQ(p[1024 + 8], 0);         // rows 20..31: padding
+  for (std::size_t r = 0; r < 32; ++r) {
     for (std::size_t c = 0; c < 64; ++c) {
       const uint16_t want = r < rows && c < cols ? w[r * cols + c] : 0;
       ASSERT_EQ(p[bf16_packed_index(r, c, cols)], want) << r << ", " << c;
+    }
+  }
+}
+
+// A prefill's column block of packed bf16 weights, widened for oneDNN: every bf16 pattern, exactly,
+// from a group past the first, whole groups and part of the last.
+TEST(QuantizedPacking, UnpackBf16ColumnsIsExactForEveryPattern) {
+  const std::size_t cols = 41;                         // an odd column in every row
+  const std::size_t rows = (65536 + cols - 1) / cols;  // 1599: a partial last group
+  std::vector<uint16_t> all(rows * cols);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  const auto p = pack(rows, cols, all);
+  for (std::size_t first : {std::size_t{0}, std::size_t{32}}) {
+    for (std::size_t taken : {std::size_t{1}, std::size_t{21}, rows - first}) {
+      std::vector<float> x(cols * taken + 16, kGuard);
+      unpack_bf16_columns(first, taken, cols, p.data(), x.data());
+      for (std::size_t c = 0; c < cols; ++c) {
+        for (std::size_t i = 0; i < taken; ++i) {
+          ASSERT_EQ(to_bits(x[c * taken + i]), uint32_t{all[(first + i) * cols + c]} << 16)
+              << "from row " << first << ", " << taken << " rows: column " << c << ", row " << i;
+        }
+      }
+      for (std::size_t i = cols * taken; i < x.size(); ++i) ASSERT_EQ(x[i], kGuard);
     }
   }
 }
@@ -505,21 +528,6 @@ TEST_P(QuantizedIsaTest, QuantizeIsBitIdentical) {
     for (std::size_t i = 0; i < x.size(); ++i) {
       ASSERT_EQ(got.q[i], want.q[i]) << "n=" << n << " element " << i << " x " << x[i];
     }
-  }
-}
-
-TEST_P(QuantizedIsaTest, WidenBf16IsExactForEveryPattern) {
-  const std::size_t cols = 41;  // whole batches and a tail in every row
-  std::vector<uint16_t> all((65536 + cols - 1) / cols * cols);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
-  for (std::size_t rows : {std::size_t{1}, std::size_t{3}, all.size() / cols}) {
-    const auto p = pack(rows, cols, all);
-    std::vector<float> x(rows * cols + 16, kGuard);
-    k().widen_bf16_rows(rows, cols, p.data(), x.data());
-    for (std::size_t i = 0; i < rows * cols; ++i) {
-      ASSERT_EQ(to_bits(x[i]), uint32_t{all[i]} << 16) << rows << " rows, element " << i;
-    }
-    for (std::size_t i = rows * cols; i < x.size(); ++i) ASSERT_EQ(x[i], kGuard);
   }
 }
 
@@ -615,6 +623,30 @@ TEST_P(QuantizedIsaTest, GemvQ8BatchHasTheBitsOfGemv) {
 
 const std::vector<std::size_t> kBf16Cols = {1, 7, 16, 33, 40, 257, 2048};
 
+// Row r of w (row-major bf16) by x, each product in column order added by an FMA (rounded once),
+// or by pairs (2p, 2p + 1), column 2p + 1's first, as vdpbf16ps adds them. The sums the tables
+// with FMA compute, bit for bit: gemv_bf16 the sum gemv_f32 takes of the widened weights,
+// gemv_bf16_bf16 vdpbf16ps's or its emulation's. Not the avx512amx table's gemv_bf16_bf16: the
+// Sapphire Rapids measured rounded its tdpbf16ps sums neither as an FMA per product (the SDM's
+// pseudocode, which the emulated tiles follow) nor once per pair; its vectors' bits are still the
+// same alone and in a batch (GemvBf16Bf16BatchHasTheBitsOfGemv). SSE2 has no FMA (a product and a
+// sum, each rounded), and the scalar reference sums in float64.
+template <class X>
+float fused_sum(const std::vector<uint16_t>& w, std::size_t r, std::size_t cols, X x, bool pairs) {
+  const auto value = [](uint16_t bits) { return from_bits(uint32_t{bits} << 16); };
+  float sum = 0.0f;
+  for (std::size_t c = 0; c < cols; c += 2) {
+    const std::size_t first = pairs ? c + 1 : c, second = pairs ? c : c + 1;
+    for (std::size_t i : {first, second}) {
+      if (i < cols) sum = std::fma(value(w[r * cols + i]), x(i), sum);
+    }
+  }
+  return sum;
+}
+bool has_fma(const KernelTable& k) {
+  return std::strcmp(k.isa, "scalar") != 0 && std::strcmp(k.isa, "sse2") != 0;
+}
+
 TEST_P(QuantizedIsaTest, GemvBf16MatchesReference) {
   for (std::size_t rows : kRows) {
     for (std::size_t cols : kBf16Cols) {
@@ -629,9 +661,14 @@ TEST_P(QuantizedIsaTest, GemvBf16MatchesReference) {
         for (std::size_t c = 0; c < cols; ++c) {
           magnitude += std::fabs(from_bits(uint32_t{w[r * cols + c]} << 16) * x[c]);
         }
-        // Float FMA chains and a horizontal sum, measured below 1e-6 of the magnitudes.
+        // Float FMA chains, measured below 1e-6 of the magnitudes.
         EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * magnitude)
             << rows << "x" << cols << " row " << r;
+        if (has_fma(k())) {
+          const float fused = fused_sum(
+              w, r, cols, [&](std::size_t c) { return x[c]; }, false);
+          ASSERT_EQ(to_bits(y[r]), to_bits(fused)) << rows << "x" << cols << " row " << r;
+        }
       }
     }
   }
@@ -640,8 +677,8 @@ TEST_P(QuantizedIsaTest, GemvBf16MatchesReference) {
 TEST_P(QuantizedIsaTest, GemvBf16BatchHasTheBitsOfGemv) {
   for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
     for (std::size_t cols : kBf16Cols) {
-      // 16: more vectors than a block takes on every table (6 with 32 registers), so the rows are
-      // widened once for all the blocks.
+      // 16: more vectors than a block takes on every table (8 at most), so passes of several
+      // blocks, which prefetch the next pass.
       for (std::size_t vectors : {1, 2, 3, 5, 16}) {
         const std::size_t x_stride = cols + 3, y_stride = rows + 5;
         const auto w = pack(rows, cols, random_bf16(rows * cols, 55));
@@ -664,10 +701,9 @@ TEST_P(QuantizedIsaTest, GemvBf16BatchHasTheBitsOfGemv) {
   }
 }
 
-// Activations rounded to bf16 in pairs: f32_to_bf16 of each column at its pair's place, zeros
-// up to the chunk's end, the same bits on every table; NaN, infinities, ties and values that
-// round to infinity included.
-TEST_P(QuantizedIsaTest, RoundBf16PairsIsF32ToBf16InPairs) {
+// Activations rounded to bf16: f32_to_bf16 of each column, zeros up to the chunk's end, the same
+// bits on every table; NaN, infinities, ties and values that round to infinity included.
+TEST_P(QuantizedIsaTest, RoundBf16IsF32ToBf16) {
   for (std::size_t cols : kBf16Cols) {
     auto x = random_vector(cols, -4.0f, 4.0f, 60);
     const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
@@ -680,22 +716,22 @@ TEST_P(QuantizedIsaTest, RoundBf16PairsIsF32ToBf16InPairs) {
     for (std::size_t i = 0; i < std::size(specials) && 3 * i < cols; ++i) x[3 * i] = specials[i];
     const std::size_t packed = bf16_packed_cols(cols);
     std::vector<uint16_t> got(packed + 8, 0xabcd), want(packed);
-    k().round_bf16_pairs(cols, x.data(), got.data());
-    ref().round_bf16_pairs(cols, x.data(), want.data());
+    k().round_bf16(cols, x.data(), got.data());
+    ref().round_bf16(cols, x.data(), want.data());
     for (std::size_t c = 0; c < packed; ++c) {
       const uint16_t expected = c < cols ? f32_to_bf16(x[c]) : 0;
-      ASSERT_EQ(want[bf16_pair_index(c)], expected) << cols << " columns, column " << c;
-      ASSERT_EQ(got[bf16_pair_index(c)], expected) << cols << " columns, column " << c;
+      ASSERT_EQ(want[c], expected) << cols << " columns, column " << c;
+      ASSERT_EQ(got[c], expected) << cols << " columns, column " << c;
     }
     for (std::size_t i = packed; i < got.size(); ++i) ASSERT_EQ(got[i], 0xabcd) << "wrote past";
   }
 }
 
-std::vector<uint16_t> rounded_pairs(const KernelTable& k, const std::vector<float>& x,
-                                    std::size_t cols, std::size_t vectors) {
+std::vector<uint16_t> rounded(const KernelTable& k, const std::vector<float>& x, std::size_t cols,
+                              std::size_t vectors) {
   std::vector<uint16_t> xb(vectors * bf16_packed_cols(cols));
   for (std::size_t v = 0; v < vectors; ++v) {
-    k.round_bf16_pairs(cols, &x[v * cols], &xb[v * bf16_packed_cols(cols)]);
+    k.round_bf16(cols, &x[v * cols], &xb[v * bf16_packed_cols(cols)]);
   }
   return xb;
 }
@@ -706,7 +742,7 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16MatchesReference) {
       const auto w = random_bf16(rows * cols, 61);
       const auto p = pack(rows, cols, w);
       const auto x = random_vector(cols, -1.0f, 1.0f, 62);
-      const auto xb = rounded_pairs(ref(), x, cols, 1);
+      const auto xb = rounded(ref(), x, cols, 1);
       const auto bias = random_vector(rows, -1.0f, 1.0f, 63);
       std::vector<float> y(rows + 16, kGuard), want(rows);
       k().gemv_bf16_bf16(rows, cols, p.data(), xb.data(), bias.data(), y.data());
@@ -720,6 +756,11 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16MatchesReference) {
         // Exact products summed in float chains: below 1e-6 of the magnitudes, as the f32 GEMV.
         EXPECT_LE(std::fabs(y[r] - want[r]), 1e-5 * magnitude)
             << rows << "x" << cols << " row " << r;
+        if (has_fma(k()) && std::strcmp(k().isa, "avx512amx") != 0) {
+          const auto x_at = [&](std::size_t c) { return from_bits(uint32_t{xb[c]} << 16); };
+          ASSERT_EQ(to_bits(y[r]), to_bits(fused_sum(w, r, cols, x_at, true) + bias[r]))
+              << rows << "x" << cols << " row " << r;
+        }
       }
       for (std::size_t i = rows; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
     }
@@ -733,7 +774,7 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16BatchHasTheBitsOfGemv) {
         const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 5;
         const auto w = pack(rows, cols, random_bf16(rows * cols, 64));
         const auto xb =
-            rounded_pairs(ref(), random_vector(vectors * cols, -1.0f, 1.0f, 65), cols, vectors);
+            rounded(ref(), random_vector(vectors * cols, -1.0f, 1.0f, 65), cols, vectors);
         const auto bias = random_vector(rows, -1.0f, 1.0f, 66);
         std::vector<float> y(vectors * y_stride + 16, kGuard);
         k().gemv_batch_bf16_bf16(rows, cols, w.data(), vectors, xb.data(), x_stride, bias.data(),
@@ -753,7 +794,7 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16BatchHasTheBitsOfGemv) {
 }
 
 // vdpbf16ps (the avx512bf16 table) computes what the other tables emulate with FMAs: the avx512
-// table runs the same blocks and horizontal sums, so on values whose products and sums stay
+// table runs the same passes with two FMAs a pair, so on values whose products and sums stay
 // normal floats (vdpbf16ps flushes subnormals) the two give the same bits.
 TEST(QuantizedDispatch, VdpbfHasTheBitsOfItsEmulation) {
   const KernelTable* bf16 = kernels_for_isa("avx512bf16");
@@ -764,8 +805,7 @@ TEST(QuantizedDispatch, VdpbfHasTheBitsOfItsEmulation) {
     for (std::size_t vectors : {1, 6, 16}) {
       const std::size_t rows = 37;
       const auto w = pack(rows, cols, random_bf16(rows * cols, 67));
-      const auto xb =
-          rounded_pairs(*bf16, random_vector(vectors * cols, -8.0f, 8.0f, 68), cols, vectors);
+      const auto xb = rounded(*bf16, random_vector(vectors * cols, -8.0f, 8.0f, 68), cols, vectors);
       std::vector<float> got(vectors * rows), want(vectors * rows);
       bf16->gemv_batch_bf16_bf16(rows, cols, w.data(), vectors, xb.data(), bf16_packed_cols(cols),
                                  nullptr, got.data(), rows);
@@ -828,11 +868,11 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
 }
 
 // The bf16 tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h). Each sum is
-// tdpbf16ps's: per pair of a chunk, column j's product, then column j + 16's, each an f32 FMA,
-// pair after pair and chunk after chunk, which the loop below recomputes bit for bit. A vector
-// gets the same bits alone (one vector takes its pairs as they are, no transpose) as beside
-// others. Shapes: one group of rows and several, passes of 3, 2 and 1 groups, partial groups; one
-// chunk, a partial chunk, many; 16 vectors, fewer, and more than a tile (16, then the rest).
+// tdpbf16ps's: per pair, column 2p's product, then column 2p + 1's, each an f32 FMA, pair after
+// pair and chunk after chunk, which the loop below recomputes bit for bit. A vector gets the same
+// bits alone (a tile of one row of activations) as beside others. Shapes: one group of rows and
+// several, passes of 3, 2 and 1 groups, partial groups; one chunk, a partial chunk, many; 16
+// vectors, fewer, and more than a tile (16, then the rest).
 TEST(QuantizedDispatch, EmulatedBf16TilesSumAsTheInstruction) {
   const GemvBatchBf16Bf16 tiles = emulated_tiles_gemv_batch_bf16_bf16();
   if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
@@ -843,8 +883,8 @@ TEST(QuantizedDispatch, EmulatedBf16TilesSumAsTheInstruction) {
         const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 3;
         const auto w = random_bf16(rows * cols, 70);
         const auto p = pack(rows, cols, w);
-        const auto xb = rounded_pairs(
-            scalar_kernels(), random_vector(vectors * cols, -2.0f, 2.0f, 71), cols, vectors);
+        const auto xb = rounded(scalar_kernels(), random_vector(vectors * cols, -2.0f, 2.0f, 71),
+                                cols, vectors);
         const auto bias = random_vector(rows, -1.0f, 1.0f, 72);
         for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
           std::vector<float> y(vectors * y_stride + 16, kGuard);
@@ -855,13 +895,9 @@ TEST(QuantizedDispatch, EmulatedBf16TilesSumAsTheInstruction) {
             tiles(rows, cols, p.data(), 1, x, 0, b, alone.data(), 0);
             for (std::size_t r = 0; r < rows; ++r) {
               float want = 0.0f;
-              for (std::size_t chunk = 0; chunk < x_stride; chunk += 32) {
-                for (std::size_t j = chunk; j < chunk + 16; ++j) {
-                  for (std::size_t c : {j, j + 16}) {
-                    const float wc = c < cols ? value(w[r * cols + c]) : 0.0f;
-                    want = std::fma(wc, value(x[bf16_pair_index(c)]), want);
-                  }
-                }
+              for (std::size_t c = 0; c < x_stride; ++c) {
+                const float wc = c < cols ? value(w[r * cols + c]) : 0.0f;
+                want = std::fma(wc, value(x[c]), want);
               }
               if (b != nullptr) want += b[r];
               ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(want))

@@ -1,10 +1,10 @@
-// aft-gemv-bench: the speed of the GEMV micro-kernels (kernels/f32_gemv.hpp, kernels/bf16_gemv.hpp,
-// kernels/q8_0.hpp) on one thread, per ISA this CPU runs, by weight type (bf16x: bf16 weights by
-// activations rounded to bf16, the matrix units' arithmetic): one vector (decode) and batches of
-// vectors (sequences decoding together), over weights that stay in cache (what the micro-kernel
-// itself does, in GFLOP/s: 2 per weight and vector) and over weights read from memory (GB/s of
-// weights). docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows cols [isa]] (default
-// 512 512, every ISA)
+// aft-gemv-bench: the speed of the GEMV micro-kernels (kernels/group_gemv.hpp,
+// kernels/bf16_gemv.hpp, kernels/q8_0.hpp) on one thread, per ISA this CPU runs, by weight type
+// (bf16x: bf16 weights by activations rounded to bf16, the matrix units' arithmetic): one vector
+// (decode) and batches of vectors (sequences decoding together), over weights that stay in cache
+// (what the micro-kernel itself does, in GFLOP/s: 2 per weight and vector) and over weights read
+// from memory (GB/s of weights). docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows
+// cols [isa]] (default 512 512, every ISA)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -88,7 +88,7 @@ struct Problem {
     k.quantize_q8_0(x.size(), x.data(), xq.data(), xd.data());
     xb.resize(n_vectors * aft::kernels::bf16_packed_cols(cols));
     for (std::size_t v = 0; v < n_vectors; ++v) {
-      k.round_bf16_pairs(cols, &x[v * cols], &xb[v * aft::kernels::bf16_packed_cols(cols)]);
+      k.round_bf16(cols, &x[v * cols], &xb[v * aft::kernels::bf16_packed_cols(cols)]);
     }
   }
 };

@@ -33,7 +33,7 @@ struct QuantizedInput {
 };
 struct SharedQuantizedInput : QuantizedInput {};
 
-// A thread's copy of the rows of a call rounded to bf16 in pairs (KernelTable::round_bf16_pairs),
+// A thread's copy of the rows of a call rounded to bf16 (KernelTable::round_bf16),
 // for bf16 weights on a CPU with matrix units.
 struct RoundedInput {
   std::vector<uint16_t> values;
@@ -139,7 +139,7 @@ class LinearOp final : public Op {
           rounded.reserve(out.rows * stride);
           uint16_t* xb = rounded.values.data();
           for (std::size_t r = 0; r < out.rows; ++r) {
-            k.round_bf16_pairs(in_width_, in.row(r), xb + r * stride);
+            k.round_bf16(in_width_, in.row(r), xb + r * stride);
           }
           if (out.rows == 1) {
             k.gemv_bf16_bf16(n, in_width_, w, xb, bias, y);

@@ -1,0 +1,244 @@
+// y[r] = dot(w[r, :], x) + bias[r] over weights packed in groups of 16 rows with the group's rows
+// side by side (packed_weights.h: f32 column after column, bf16 pair of columns after pair), for
+// one vector x (gemv_groups) or several (gemv_batch_groups, a batch of sequences decoding
+// together). Rows in lanes: per step of columns, one load of each group's step serves every vector
+// of the block, and the step's values of each vector, broadcast, serve every row; one chain of
+// multiply-adds per (row register, vector) runs down the steps in order, and the bias is added
+// last. No horizontal sums, no per-call cost but the stores, and each row's sum runs in the same
+// order whatever the block's shape: gemv_batch_groups gives each vector the bits of gemv_groups.
+// The weights and their products are a policy (Columns: F32Columns below, the bf16 ones in
+// bf16_gemv.hpp). A pass of several blocks asks, as its blocks compute, for the next pass's
+// weights in L2 (kPrefetchNext). Single-threaded.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/kernels.h"
+#include "kernels/simd_prefetch.hpp"
+#include "kernels/simd_register.hpp"
+
+namespace aft::kernels::simd {
+
+// Rows per group, every packed type's.
+constexpr std::size_t kGroupRows = kF32GroupRows;
+static_assert(kBf16GroupRows == kGroupRows, "one group shape for f32 and bf16 weights");
+
+// a * b + c, rounded once where the architecture has FMA. xsimd 8.1's fma on AVX-512 is a product
+// and a sum that only the compiler's contraction fuses (not at -O1 under the sanitizers), so the
+// intrinsic there: the same bits in every build.
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> fused_multiply_add(
+    const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b,
+    const xsimd::batch<float, A>& c) {
+#if XSIMD_WITH_AVX512F
+  if constexpr (std::is_base_of<xsimd::avx512f, A>::value) return _mm512_fmadd_ps(a, b, c);
+#endif
+  return xsimd::fma(a, b, c);
+}
+
+// A Columns policy says how a group's weights are stored and multiplied:
+//   Value, Input: the packed weights' and the activations' element types;
+//   kStepValues: the values of one step of a group (16 rows by the step's columns), kLaneValues
+//   those of one lane (one row's share of a step); steps(cols), the steps of a row;
+//   row_values(cols), the values a row takes in the layout (a group starts at its first row times
+//   that); W load(at): a register of a step's weights (its lanes' rows) from `at`, ready to
+//   multiply; X load_x(x, s): step s's activations of a vector, broadcast; madd(w, x, acc); kTail,
+//   and has_tail(cols), tail_x and tail_madd where it is true: a last step of fewer columns (bf16
+//   weights by f32 activations, an odd count of columns); kFloatsPerW, the float registers a W
+//   takes, and kFloatsPerX, those of one vector's X with the constants its products need (the
+//   block's shape below); kGroupsAlone, the groups one vector takes at a time (its chains of
+//   multiply-adds, and its streams of weights).
+
+// f32 weights (packed_weights.h), a step one column.
+template <class A>
+struct F32Columns {
+  using Value = float;
+  using Input = float;
+  using B = xsimd::batch<float, A>;
+  using W = B;
+  using X = B;
+  static constexpr std::size_t kStepValues = kF32GroupRows;
+  static constexpr std::size_t kLaneValues = 1;
+  static constexpr bool kTail = false;
+  static constexpr std::size_t kFloatsPerW = 1, kFloatsPerX = 1;
+  // One sequential stream: 31-32 GB/s from memory on a Zen 4 at 1024 columns, against 29 for 2
+  // groups' two.
+  static constexpr std::size_t kGroupsAlone = 1;
+  static std::size_t steps(std::size_t cols) { return cols; }
+  static std::size_t row_values(std::size_t cols) { return cols; }
+  static W load(const float* at) { return B::load_unaligned(at); }
+  static X load_x(const float* x, std::size_t s) { return B(x[s]); }
+  static B madd(const W& w, const X& x, const B& acc) { return fused_multiply_add(w, x, acc); }
+};
+
+// Groups per pass and vectors per block. AVX-512 (measured on a Zen 4 with f32 weights,
+// docs/benchmarks.md): 2 groups by 8 vectors, 16 accumulators, read 11-14 GB/s of weights from
+// memory on one thread, 80-95% of the FMA peak. With 16 registers (AVX2, SSE2) a group's 2 or 4
+// registers by as many vectors as leave room for the step's weights and one vector's activations
+// (f32: 6 or 2; bf16 widened, two floats a weight register: 4 or 1); NEON's 32 registers, 6 or 5.
+// One vector takes C::kGroupsAlone groups at a time, or as many as the registers hold (a weight
+// register and an accumulator per row register).
+template <class A, class C>
+struct GroupBlocks {
+  static constexpr std::size_t kLanes = xsimd::batch<float, A>::size;
+  static constexpr std::size_t kRegisters = kGroupRows / kLanes;  // per group step
+  static constexpr std::size_t kVectorRegisters = kLanes >= 16 || XSIMD_WITH_NEON64 ? 32 : 16;
+  static constexpr std::size_t kGroups = kLanes >= 16 ? 2 : 1;
+  static constexpr std::size_t kFit =
+      (kVectorRegisters - kGroups * kRegisters * C::kFloatsPerW - C::kFloatsPerX) /
+      (kGroups * kRegisters);
+  static constexpr std::size_t kVectors = kFit < 8 ? kFit : 8;
+  static constexpr std::size_t kFitAlone =
+      (kVectorRegisters - C::kFloatsPerX) / (kRegisters * (C::kFloatsPerW + 1));
+  static constexpr std::size_t kGroupsAlone =
+      kFitAlone < C::kGroupsAlone ? kFitAlone : C::kGroupsAlone;
+  // Whether a pass of more than kVectors vectors (several blocks, each reading the groups again)
+  // prefetches the next pass's weights to L2 while its blocks compute: the first block otherwise
+  // waits for memory in every pass. Measured on a Zen 5 (aft-gemv-bench 512 512 and 2048 512, 16
+  // f32 vectors from memory): AVX-512 12.4 -> 22-23 GB/s, AVX2 8.9 -> 10.1-10.4, the same in
+  // cache; SSE2 the same from memory and 12% slower in cache (a prefetch step per column of 4-lane
+  // work).
+  static constexpr bool kPrefetchNext = kLanes >= 8;
+};
+
+// G groups from the group at w (rows [0, rows) of them written, rows <= 16 G) for V vectors: x of
+// vector j at x + j * x_stride, its y at y + j * y_stride.
+template <class A, class C, std::size_t G, std::size_t V>
+[[gnu::always_inline]] inline void gemv_group_block(std::size_t cols, const typename C::Value* w,
+                                                    const typename C::Input* x,
+                                                    std::size_t x_stride, const float* bias,
+                                                    std::size_t rows, float* y,
+                                                    std::size_t y_stride,
+                                                    Prefetch<A, PrefetchTo::kL2> next) {
+  using B = xsimd::batch<float, A>;
+  constexpr std::size_t L = B::size;
+  constexpr std::size_t P = GroupBlocks<A, C>::kRegisters;
+  constexpr std::size_t R = G * P;  // row registers
+  const std::size_t group_stride = kGroupRows * C::row_values(cols);
+  const std::size_t steps = C::steps(cols);
+  B acc[R][V];
+  for (std::size_t i = 0; i < R; ++i) {
+    for (std::size_t j = 0; j < V; ++j) acc[i][j] = B(0.0f);
+  }
+  // The weight is pinned to a register: left to itself, GCC folds its load into every
+  // multiply-add (a load per product).
+  const auto load = [&](std::size_t s, typename C::W* wv) [[gnu::always_inline]] {
+    for (std::size_t i = 0; i < R; ++i) {
+      wv[i] = C::load(w + i / P * group_stride + s * C::kStepValues + i % P * L * C::kLaneValues);
+      keep_in_register(wv[i]);
+    }
+  };
+  for (std::size_t s = 0; s < steps; ++s) {
+    next.step();
+    typename C::W wv[R];
+    load(s, wv);
+    for (std::size_t j = 0; j < V; ++j) {
+      const typename C::X xv = C::load_x(x + j * x_stride, s);
+      for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::madd(wv[i], xv, acc[i][j]);
+    }
+  }
+  if constexpr (C::kTail) {
+    if (C::has_tail(cols)) {
+      typename C::W wv[R];
+      load(steps, wv);
+      for (std::size_t j = 0; j < V; ++j) {
+        const typename C::X xv = C::tail_x(x + j * x_stride, steps);
+        for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::tail_madd(wv[i], xv, acc[i][j]);
+      }
+    }
+  }
+  for (std::size_t j = 0; j < V; ++j) {
+    float* out = y + j * y_stride;
+    if (rows == R * L) {
+      for (std::size_t i = 0; i < R; ++i) {
+        const B sum = bias ? acc[i][j] + B::load_unaligned(bias + i * L) : acc[i][j];
+        sum.store_unaligned(out + i * L);
+      }
+      continue;
+    }
+    alignas(A::alignment()) float sums[R * L];
+    for (std::size_t i = 0; i < R; ++i) acc[i][j].store_aligned(sums + i * L);
+    for (std::size_t r = 0; r < rows; ++r) out[r] = bias ? sums[r] + bias[r] : sums[r];
+  }
+}
+
+// The block of n vectors, 1 <= n <= V: the instance of that count.
+template <class A, class C, std::size_t G, std::size_t V>
+inline void gemv_group_vectors(std::size_t n, std::size_t cols, const typename C::Value* w,
+                               const typename C::Input* x, std::size_t x_stride, const float* bias,
+                               std::size_t rows, float* y, std::size_t y_stride,
+                               Prefetch<A, PrefetchTo::kL2> next) {
+  if (n == V) {
+    gemv_group_block<A, C, G, V>(cols, w, x, x_stride, bias, rows, y, y_stride, next);
+  } else if constexpr (V > 1) {
+    gemv_group_vectors<A, C, G, V - 1>(n, cols, w, x, x_stride, bias, rows, y, y_stride, next);
+  }
+}
+
+// G groups for every vector, in blocks of at most V vectors as equal as can be (16 by 8: 8, 8; 13:
+// 7, 6); the groups' weights stay in cache while the blocks pass.
+template <class A, class C, std::size_t G, std::size_t V>
+inline void gemv_group_pass(std::size_t cols, const typename C::Value* w, std::size_t n_vectors,
+                            const typename C::Input* x, std::size_t x_stride, const float* bias,
+                            std::size_t rows, float* y, std::size_t y_stride, const void* next,
+                            std::size_t next_bytes) {
+  const std::size_t blocks = (n_vectors + V - 1) / V;
+  std::size_t v = 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
+    gemv_group_vectors<A, C, G, V>(
+        n, cols, w, x + v * x_stride, x_stride, bias, rows, y + v * y_stride, y_stride,
+        Prefetch<A, PrefetchTo::kL2>::part_of(next, next_bytes, b, blocks, C::steps(cols)));
+    v += n;
+  }
+}
+
+// Passes of G groups, then one group at a time; the last group may hold fewer than 16 rows.
+template <class A, class C, std::size_t G, std::size_t V>
+void gemv_group_passes(std::size_t rows, std::size_t cols, const typename C::Value* w,
+                       std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
+                       const float* bias, float* y, std::size_t y_stride) {
+  constexpr std::size_t kRows = kGroupRows;
+  const std::size_t row_values = C::row_values(cols);
+  // Passes of several blocks: each block asks for its share of the next pass's weights.
+  const bool prefetch = GroupBlocks<A, C>::kPrefetchNext && n_vectors > V;
+  const auto next_bytes = [&](std::size_t next_row, std::size_t pass_rows) {
+    const std::size_t left = rows - std::min(rows, next_row);
+    return prefetch ? std::min(pass_rows, left) * row_values * sizeof(typename C::Value) : 0;
+  };
+  std::size_t r = 0;
+  for (; r + G * kRows <= rows; r += G * kRows) {
+    const std::size_t next = r + G * kRows;
+    gemv_group_pass<A, C, G, V>(cols, w + r * row_values, n_vectors, x, x_stride,
+                                bias ? bias + r : nullptr, G * kRows, y + r, y_stride,
+                                w + next * row_values, next_bytes(next, G * kRows));
+  }
+  for (; r < rows; r += kRows) {
+    const std::size_t n = std::min(rows - r, kRows);
+    const std::size_t next = r + kRows;
+    gemv_group_pass<A, C, 1, V>(cols, w + r * row_values, n_vectors, x, x_stride,
+                                bias ? bias + r : nullptr, n, y + r, y_stride,
+                                w + next * row_values, next_bytes(next, kRows));
+  }
+}
+
+template <class A, class C>
+void gemv_batch_groups(std::size_t rows, std::size_t cols, const typename C::Value* w,
+                       std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
+                       const float* bias, float* y, std::size_t y_stride) {
+  using S = GroupBlocks<A, C>;
+  gemv_group_passes<A, C, S::kGroups, S::kVectors>(rows, cols, w, n_vectors, x, x_stride, bias, y,
+                                                   y_stride);
+}
+
+template <class A, class C>
+void gemv_groups(std::size_t rows, std::size_t cols, const typename C::Value* w,
+                 const typename C::Input* x, const float* bias, float* y) {
+  gemv_group_passes<A, C, GroupBlocks<A, C>::kGroupsAlone, 1>(rows, cols, w, 1, x, 0, bias, y, 0);
+}
+
+}  // namespace aft::kernels::simd
