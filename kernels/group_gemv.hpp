@@ -41,17 +41,18 @@ template <class A>
 }
 
 // A Columns policy says how a group's weights are stored and multiplied:
-//   Value, Input: the packed weights' and the activations' element types;
-//   kStepValues: the values of one step of a group (16 rows by the step's columns), kLaneValues
-//   those of one lane (one row's share of a step); steps(cols), the steps of a row;
-//   row_values(cols), the values a row takes in the layout (a group starts at its first row times
-//   that); W load(at): a register of a step's weights (its lanes' rows) from `at`, ready to
-//   multiply; X load_x(x, s): step s's activations of a vector, broadcast; madd(w, x, acc); kTail,
-//   and has_tail(cols), tail_x and tail_madd where it is true: a last step of fewer columns (bf16
-//   weights by f32 activations, an odd count of columns); kFloatsPerW, the float registers a W
-//   takes, and kFloatsPerX, those of one vector's X with the constants its products need (the
-//   block's shape below); kGroupsAlone, the groups one vector takes at a time (its chains of
-//   multiply-adds, and its streams of weights).
+// - Value, Input: the packed weights' and the activations' element types.
+// - kStepValues: the values of one step of a group (16 rows by the step's columns); kLaneValues:
+//   one row's share of a step. steps(cols): the steps of a row. row_values(cols): the values a
+//   row takes in the layout (a group starts at its first row times that).
+// - W load(at): a register of a step's weights (its lanes' rows), ready to multiply;
+//   X load_x(x, s): step s's activations of a vector, broadcast; madd(w, x, acc).
+// - kTail, and where it is true has_tail(cols), tail_x and tail_madd: a last step of fewer
+//   columns (bf16 weights by f32 activations, an odd count of columns).
+// - kFloatsPerW: the float registers a W takes; kFloatsPerX: those of one vector's X with the
+//   constants its products need (the block's shape below).
+// - kGroupsAlone: the groups one vector takes at a time (its chains of multiply-adds, and its
+//   streams of weights).
 
 // f32 weights (packed_weights.h), a step one column.
 template <class A>
