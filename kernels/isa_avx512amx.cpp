@@ -1,11 +1,12 @@
 // The avx512amx kernel table: the avx512bf16 table with batches of q8_0 vectors on AMX's int8
 // tiles (q8_0_tiles.hpp: 16 vectors per tile product, the rest on the VNNI GEMV; every vector
 // gets the bits of the VNNI table's gemv_q8_0) and the bf16 x bf16 GEMVs, one vector and
-// batches, on its bf16 tiles (bf16_tiles.hpp). Opt-in (AFT_ISA=avx512amx, dispatch.cpp): on a
-// Sapphire Rapids its q8_0 tiles measured within the noise of the VNNI kernel, and its bf16 tiles
-// made batches of 16 faster but one sequence slower (docs/benchmarks.md, "AMX's tiles
-// measured"). The q8_0 tile kernel's float work is instantiated for xsimd::avx512cd, an
-// architecture no other table uses (see README.md).
+// batches, on its bf16 tiles (bf16_tiles.hpp). The default where the OS grants the tiles
+// (dispatch.cpp): on a Sapphire Rapids its q8_0 tiles measured within the noise of the VNNI
+// kernel, and its bf16 tiles, with their prefetch, made batches of 16 twice as fast and one
+// sequence level (docs/benchmarks.md, "AMX's tiles as the default"). The q8_0 tile kernel's
+// float work is instantiated for xsimd::avx512cd, an architecture no other table uses (see
+// README.md).
 // Compiled with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vnni -mavx512bf16 -mamx-tile
 // -mamx-int8 -mamx-bf16 -mfma (see CMakeLists.txt).
 #include "kernels/bf16_tiles.hpp"

@@ -59,6 +59,8 @@ void expect_close(double actual, double expected, double scale, double tol, cons
 // ---------------------------------------------------------------------------------------------
 // Dispatch.
 
+// The tables of distinct f32 kernels, best first (avx512amx, chosen before them all where the OS
+// grants the tiles, has avx512bf16's: quantized_kernels_test.cpp tests its own).
 constexpr const char* kIsaNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
                                      "sse2",       "neon",       "scalar"};
 
@@ -111,6 +113,7 @@ TEST(Dispatch, X86TablesFollowCpuFeatures) {
 #endif
 
 const KernelTable& best_available() {
+  if (const KernelTable* amx = kernels_for_isa("avx512amx")) return *amx;
   for (const char* name : kIsaNames) {
     if (const KernelTable* t = kernels_for_isa(name)) return *t;
   }

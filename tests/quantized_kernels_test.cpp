@@ -124,19 +124,21 @@ TEST(QuantizedDispatch, Avx512NeedsBytesAndVnniAndBf16AreBestWhereThere) {
   EXPECT_EQ(kernels_for_isa("avx512") != nullptr, avx512);
   EXPECT_EQ(kernels_for_isa("avx512vnni") != nullptr, vnni);
   EXPECT_EQ(kernels_for_isa("avx512bf16") != nullptr, bf16);
-  if (vnni) {
+  if (vnni && kernels_for_isa("avx512amx") == nullptr) {
     EXPECT_STREQ(choose_kernels(nullptr).table->isa, bf16 ? "avx512bf16" : "avx512vnni");
   }
 }
 
-// The AMX table is never the default; named, it is chosen where the CPU and the OS allow it.
-TEST(QuantizedDispatch, AmxIsChosenOnlyByName) {
-  EXPECT_STRNE(choose_kernels(nullptr).table->isa, "avx512amx");
+// The AMX table is the default where the CPU has the tiles and the OS grants them; elsewhere
+// naming it warns and falls back.
+TEST(QuantizedDispatch, AmxIsTheDefaultWhereGranted) {
   const KernelTable* amx = kernels_for_isa("avx512amx");
   if (amx == nullptr) {
+    EXPECT_STRNE(choose_kernels(nullptr).table->isa, "avx512amx");
     EXPECT_NE(choose_kernels("avx512amx").warning.find("not available"), std::string::npos);
     GTEST_SKIP() << "skipped: CPU (or OS) has no AMX int8";
   }
+  EXPECT_EQ(choose_kernels(nullptr).table, amx);
   EXPECT_EQ(choose_kernels("avx512amx").table, amx);
   EXPECT_EQ(choose_kernels("avx512amx").warning, "");
   ASSERT_NE(kernels_for_isa("avx512bf16"), nullptr);  // its other entries
