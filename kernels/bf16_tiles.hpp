@@ -18,8 +18,7 @@
 // table): the two tables agree to the rounding of f32 sums, not bit for bit.
 //
 // Three groups per pass share each load of A: tiles 0-2 (C), 3-5 (B), 6 (A). Each group's
-// weights are prefetched a few chunks ahead of its tile loads: without it the tile loads waited
-// on L3 or memory (kBf16TilePrefetchChunks).
+// weights are prefetched 4 KB ahead of its tile loads (tile_config.h).
 #pragma once
 
 #include <algorithm>
@@ -39,11 +38,6 @@ constexpr std::size_t kBf16TileVectors = 16;
 constexpr int kBf16TileGroups = 3;
 // A tile row: 16 pairs of bf16 (A, B) or 16 floats (C).
 constexpr std::size_t kBf16TileRowBytes = 64;
-// How far ahead of a group's tile loads its weights are prefetched to L1, in chunks of 1 KB.
-// Measured on a Sapphire Rapids (2 vCPUs, enwik8-local bf16 decode, medians of 6 rounds against
-// none): 4 chunks ahead, one sequence 1.2x (2 threads) to 1.7x (1 thread), 16 sequences 1.1-1.4x;
-// 2 ahead gained less in batches, 8 ahead (to L2) less everywhere.
-constexpr std::size_t kBf16TilePrefetchChunks = 4;
 
 // The configuration for m vectors, at [m - 1] (computed at compile time: no inline function of
 // this header is emitted in an ISA file, kernels/README.md).
@@ -73,7 +67,6 @@ void bf16_tile_pass(const uint16_t* w, std::size_t group_stride, std::size_t chu
                     const uint16_t* xb, std::size_t x_bytes, float* c) {
   constexpr int kA = 2 * kBf16TileGroups;
   constexpr std::size_t kChunkValues = kBf16GroupRows * kBf16ChunkCols;
-  constexpr std::size_t kChunkBytes = kChunkValues * sizeof(uint16_t);
   const auto groups = std::make_integer_sequence<int, kGroups>();
   for_each_tile(groups, [&](auto g) { Tiles::template zero<g>(); });
   for (std::size_t k = 0; k < chunks; ++k) {
@@ -81,13 +74,7 @@ void bf16_tile_pass(const uint16_t* w, std::size_t group_stride, std::size_t chu
     for_each_tile(groups, [&](auto g) {
       constexpr int kB = kBf16TileGroups + g;
       const uint16_t* chunk = w + g * group_stride + k * kChunkValues;
-      // An address, not a pointer: past the last chunk it may leave the weights (a prefetch
-      // does not fault).
-      const std::uintptr_t ahead =
-          reinterpret_cast<std::uintptr_t>(chunk) + kBf16TilePrefetchChunks * kChunkBytes;
-      for (std::size_t line = 0; line < kChunkBytes; line += 64) {
-        __builtin_prefetch(reinterpret_cast<const void*>(ahead + line), 0, 3);
-      }
+      prefetch_weights_ahead<kChunkValues * sizeof(uint16_t)>(chunk);
       Tiles::template load<kB>(chunk, kBf16TileRowBytes);
       Tiles::template dpbf16ps<g, kA, kB>();
     });

@@ -13,7 +13,8 @@
 // lanes: the AVX-512 tables).
 //
 // Two sets of tiles (tile_config.h: the Tiles policy), used block by block in turn, so that one
-// block's product can run while the previous one's sums are scaled.
+// block's product can run while the previous one's sums are scaled. The group's weights are
+// prefetched 4 KB ahead of the tile loads (tile_config.h).
 #pragma once
 
 #include <algorithm>
@@ -96,6 +97,7 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
       for (B& a : acc) a = B(0.0f);
       std::size_t b = 0;
       for (; b + 2 <= blocks; b += 2) {
+        prefetch_weights_ahead<2 * kGroupBytes>(w + b * kGroupBytes);
         q8_0_tile_product<Tiles, 0>(x + b * kQ8BlockSize, cols, w + b * kGroupBytes, c[0]);
         q8_0_tile_product<Tiles, 1>(x + (b + 1) * kQ8BlockSize, cols, w + (b + 1) * kGroupBytes,
                                     c[1]);

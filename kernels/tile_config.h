@@ -38,4 +38,22 @@ constexpr int kTiles = 8;
 constexpr std::size_t kTileRows = 16;
 constexpr std::size_t kTileRowBytes = 64;
 
+// How far ahead of the tile loads the kernels prefetch their weights to L1: the tile loads
+// otherwise waited on L3 or memory. Measured on a Sapphire Rapids (2 vCPUs, enwik8-local decode,
+// medians of 6 alternated rounds against none): bf16 one sequence 1.2x (2 threads) to 1.7x
+// (1 thread), 16 sequences 1.1-1.4x; q8_0 16 sequences 1.1-1.2x. 2 KB ahead gained less in bf16
+// batches, 8 KB to L2 less everywhere.
+constexpr std::size_t kTilePrefetchBytes = 4096;
+
+// Prefetches the kBytes of weights kTilePrefetchBytes past `at` (a template, as every function
+// of the ISA files' headers). An address, not a pointer: near the end it passes the weights,
+// which a prefetch may (it does not fault).
+template <std::size_t kBytes>
+[[gnu::always_inline]] inline void prefetch_weights_ahead(const void* at) {
+  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(at) + kTilePrefetchBytes;
+  for (std::size_t line = 0; line < kBytes; line += kTileRowBytes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(ahead + line), 0, 3);
+  }
+}
+
 }  // namespace aft::kernels::simd
