@@ -2,8 +2,8 @@
 // tiles (q8_0_tiles.hpp: 16 vectors per tile product, the rest on the VNNI GEMV; every vector
 // gets the bits of the VNNI table's gemv_q8_0) and the bf16 x bf16 GEMVs, one vector and
 // batches, on its bf16 tiles (bf16_tiles.hpp). The default where the OS grants the tiles
-// (dispatch.cpp): on a Sapphire Rapids its q8_0 tiles measured within the noise of the VNNI
-// kernel, and its bf16 tiles, with their prefetch, made batches of 16 twice as fast and one
+// (dispatch.cpp): on a Sapphire Rapids, with their prefetch, its q8_0 tiles decode batches of 16
+// level with the VNNI kernel or faster, and its bf16 tiles twice as fast as vdpbf16ps, one
 // sequence level (docs/benchmarks.md, "AMX's tiles as the default"). The q8_0 tile kernel's
 // float work is instantiated for xsimd::avx512cd, an architecture no other table uses (see
 // README.md).
