@@ -155,15 +155,13 @@ void round_bf16(std::size_t cols, const float* x, uint16_t* xb) {
   using I = xsimd::batch<int32_t, A>;
   constexpr std::size_t L = U::size;
   const std::size_t whole = cols - cols % L;
-  // Rounded in 32-bit lanes, then narrowed through memory (xsimd 8.1 has no narrowing).
+  // Rounded in 32-bit lanes, then narrowed.
   const auto round = [&](std::size_t c, const B& v) {
     const U bits = xsimd::bitwise_cast<U>(v);
     const U rounded = (bits + U(0x7fffu) + ((bits >> 16) & U(1u))) >> 16;
     const U nan = xsimd::bitwise_cast<U>(
         xsimd::select(xsimd::bitwise_cast<I>(bits & U(0x7fffffffu)) > I(0x7f800000), I(-1), I(0)));
-    alignas(A::alignment()) uint32_t lanes[L];
-    (rounded ^ ((rounded ^ ((bits >> 16) | U(0x40u))) & nan)).store_aligned(lanes);
-    for (std::size_t l = 0; l < L; ++l) xb[c + l] = static_cast<uint16_t>(lanes[l]);
+    store_low_halves<A>(rounded ^ ((rounded ^ ((bits >> 16) | U(0x40u))) & nan), xb + c);
   };
   std::size_t c = 0;
   for (; c < whole; c += L) round(c, B::load_unaligned(x + c));

@@ -1,6 +1,7 @@
 // The frame of the AFT window: per channel a reference r at least every windowed key, each entry
 // kept as u = exp(k - r) <= 1, so that reading the window costs multiply-adds instead of an exp
-// per entry and token (kernels.h, "AFT window").
+// per entry and token (kernels.h, "AFT window"). A key above r raises r to the key plus
+// kAftWindowHeadroom, so that the next keys seldom rescale the window again.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "kernels/kernels.h"
 #include "kernels/simd_partial.hpp"
 
 namespace aft::kernels::simd {
@@ -22,12 +24,13 @@ void aft_window_push_batch(std::size_t c, std::size_t count, std::size_t entries
   B ref = load_lanes<A>(r + c, count, 0.0f);
   const auto grew = key > ref;
   if (xsimd::any(grew)) {
-    // exp(r - k) < 1 where the key is a new maximum; from r = -inf there are no older entries.
-    const B scale = xsimd::select(grew, xsimd::exp(ref - key), B(1.0f));
+    // exp(r_old - r) < 1 where the key is a new maximum; from r = -inf there are no older entries.
+    const B raised = xsimd::select(grew, key + B(kAftWindowHeadroom), ref);
+    const B scale = xsimd::select(grew, xsimd::exp(ref - raised), B(1.0f));
     for (std::size_t j = 0; j < entries; ++j) {
       store_lanes<A>(load_lanes<A>(u_rows[j] + c, count, 0.0f) * scale, u_rows[j] + c, count);
     }
-    ref = xsimd::max(ref, key);
+    ref = raised;
     store_lanes<A>(ref, r + c, count);
   }
   store_lanes<A>(xsimd::exp(key - ref), u_new + c, count);

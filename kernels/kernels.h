@@ -52,9 +52,9 @@ struct KernelTable {
   // an exp only where a new key raises r. Entry rows are given as arrays of row pointers, oldest
   // first; lanes [0, n) of each row are used.
 
-  // Makes key k (one row) the newest entry: where k > r, the older entries u_rows[0, entries)
-  // are rescaled by exp(r - k) and r = k; then u_new = exp(k - r). From r = -inf (an empty
-  // window) this gives r = k, u_new = 1.
+  // Makes key k (one row) the newest entry: where k > r, r rises to k + kAftWindowHeadroom and
+  // the older entries u_rows[0, entries) are rescaled by exp(r_old - r); then u_new = exp(k - r).
+  // From r = -inf (an empty window) this gives r = k + kAftWindowHeadroom.
   void (*aft_window_push_f32)(std::size_t n, std::size_t entries, float* const* u_rows, float* r,
                               const float* k, float* u_new);
   // Rebuilds the frame from the keys: r = max_j k_rows[j], u_rows[j] = exp(k_rows[j] - r).
@@ -158,6 +158,11 @@ struct KernelTable {
 // precision are below 2^-126 (subnormal); with sb >= 2^-90 the largest term is at least
 // 2^-90 / entries, so for up to 2^10 entries all lost terms together are below 2^-26 of sb.
 constexpr float kAftWindowMinSum = 0x1p-90f;
+// How far above a key that raises the frame the reference goes: later keys up to 8 above that key
+// enter without rescaling the window (a pass over every entry, and a save of the old values for a
+// failing call's rollback), so a raise is rare once a window has seen its keys' range. It costs
+// the window sums 8 of their float range's 87 below 1 (the largest u is e^-8).
+constexpr float kAftWindowHeadroom = 8.0f;
 
 // Rows per group of packed q8_0 weights (kernels/packed_weights.h).
 constexpr std::size_t kQ8GroupRows = 16;

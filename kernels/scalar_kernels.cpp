@@ -165,9 +165,10 @@ void aft_window_push_f32(std::size_t n, std::size_t entries, float* const* u_row
                          const float* k, float* u_new) {
   for (std::size_t c = 0; c < n; ++c) {
     if (k[c] > r[c]) {
-      const float scale = std::exp(r[c] - k[c]);
+      const float raised = k[c] + kAftWindowHeadroom;
+      const float scale = std::exp(r[c] - raised);
       for (std::size_t j = 0; j < entries; ++j) u_rows[j][c] *= scale;
-      r[c] = k[c];
+      r[c] = raised;
     }
     u_new[c] = std::exp(k[c] - r[c]);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include <xsimd/xsimd.hpp>
@@ -50,34 +51,38 @@ void store_lanes(const xsimd::batch<T, A>& v, T* p, std::size_t count) {
   }
 }
 
+// GCC's vector type of L lanes of T, for __builtin_convertvector. GCC ignores vector_size with a
+// dependent size: one specialization per lane type and count.
+template <class T, std::size_t L>
+struct GccVector;
+#define AFT_GCC_VECTOR(T, L)                                    \
+  template <>                                                   \
+  struct GccVector<T, L> {                                      \
+    typedef T type __attribute__((vector_size(sizeof(T) * L))); \
+  }
+AFT_GCC_VECTOR(float, 2);
+AFT_GCC_VECTOR(float, 4);
+AFT_GCC_VECTOR(float, 8);
+AFT_GCC_VECTOR(double, 2);
+AFT_GCC_VECTOR(double, 4);
+AFT_GCC_VECTOR(double, 8);
+AFT_GCC_VECTOR(uint16_t, 4);
+AFT_GCC_VECTOR(uint16_t, 8);
+AFT_GCC_VECTOR(uint16_t, 16);
+AFT_GCC_VECTOR(uint32_t, 4);
+AFT_GCC_VECTOR(uint32_t, 8);
+AFT_GCC_VECTOR(uint32_t, 16);
+#undef AFT_GCC_VECTOR
+
 // Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 has no such conversion
 // (its converting loads go element by element through a buffer, and a vector load of scalar
 // stores stalls on store forwarding: the accumulator ran at a third of its speed); a whole batch
 // goes through GCC's (and Clang's) vector conversion, a tail through a padded buffer.
-// GCC ignores vector_size with a dependent size: one type pair per batch size.
-template <std::size_t L>
-struct VectorPair;
-template <>
-struct VectorPair<2> {
-  typedef float Floats __attribute__((vector_size(8)));
-  typedef double Doubles __attribute__((vector_size(16)));
-};
-template <>
-struct VectorPair<4> {
-  typedef float Floats __attribute__((vector_size(16)));
-  typedef double Doubles __attribute__((vector_size(32)));
-};
-template <>
-struct VectorPair<8> {
-  typedef float Floats __attribute__((vector_size(32)));
-  typedef double Doubles __attribute__((vector_size(64)));
-};
-
 template <class A>
 xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double fill) {
   constexpr std::size_t L = xsimd::batch<double, A>::size;
-  using Floats = typename VectorPair<L>::Floats;
-  using Doubles = typename VectorPair<L>::Doubles;
+  using Floats = typename GccVector<float, L>::type;
+  using Doubles = typename GccVector<double, L>::type;
   alignas(A::alignment()) Doubles buf;
   if (count == L) {
     Floats f;
@@ -92,8 +97,8 @@ xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double f
 template <class A>
 void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t count) {
   constexpr std::size_t L = xsimd::batch<double, A>::size;
-  using Floats = typename VectorPair<L>::Floats;
-  using Doubles = typename VectorPair<L>::Doubles;
+  using Floats = typename GccVector<float, L>::type;
+  using Doubles = typename GccVector<double, L>::type;
   alignas(A::alignment()) Doubles buf;
   v.store_aligned(reinterpret_cast<double*>(&buf));
   const Floats f = __builtin_convertvector(buf, Floats);
@@ -102,6 +107,17 @@ void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t coun
   } else {
     for (std::size_t i = 0; i < count; ++i) p[i] = f[i];
   }
+}
+
+// The low 16 bits of each lane, a whole batch (xsimd 8.1 has no narrowing): one instruction or two
+// on AVX-512 and NEON, a few packs elsewhere.
+template <class A>
+void store_low_halves(const xsimd::batch<uint32_t, A>& v, uint16_t* p) {
+  constexpr std::size_t L = xsimd::batch<uint32_t, A>::size;
+  typename GccVector<uint32_t, L>::type wide;
+  std::memcpy(&wide, &v.data, sizeof(wide));
+  const auto narrow = __builtin_convertvector(wide, typename GccVector<uint16_t, L>::type);
+  std::memcpy(p, &narrow, sizeof(narrow));
 }
 
 // True in lanes [0, count).

@@ -917,6 +917,60 @@ TEST_P(IsaTest, AftWindowMatchesSoftmaxAverage) {
   }
 }
 
+// A raising key takes the reference kAftWindowHeadroom above itself, so that keys up to there
+// enter later without a pass over the window: those leave the older entries bit for bit.
+TEST_P(IsaTest, AftWindowRaiseLeavesHeadroom) {
+  for (std::size_t n : kSizes) {
+    constexpr std::size_t entries = 4;
+    const auto keys = random_vector(entries * n, -2.0f, 2.0f, 70 + n);
+    std::vector<const float*> key_rows;
+    std::vector<float> u(entries * n + 2 * n), r(n);
+    std::vector<float*> u_rows;
+    for (std::size_t j = 0; j < entries; ++j) {
+      key_rows.push_back(&keys[j * n]);
+      u_rows.push_back(&u[j * n]);
+    }
+    u_rows.push_back(&u[entries * n]);
+    u_rows.push_back(&u[(entries + 1) * n]);
+    k().aft_window_reframe_f32(n, entries, key_rows.data(), u_rows.data(), r.data());
+    const std::vector<float> old_u(u.begin(), u.begin() + entries * n), old_r = r;
+    const std::string where = "n=" + std::to_string(n);
+    // Even channels: a key 1 above the frame raises it; odd channels: 1 below, no change. The
+    // rescaled u are an exp and a product in float: within 8 ulp.
+    std::vector<float> raising(n), within(n);
+    for (std::size_t c = 0; c < n; ++c) raising[c] = old_r[c] + (c % 2 ? -1.0f : 1.0f);
+    k().aft_window_push_f32(n, entries, u_rows.data(), r.data(), raising.data(), u_rows[entries]);
+    for (std::size_t c = 0; c < n; ++c) {
+      const bool raised = c % 2 == 0;
+      ASSERT_EQ(r[c], raised ? raising[c] + kAftWindowHeadroom : old_r[c]) << where << " c=" << c;
+      const double scale = raised ? std::exp(double(old_r[c]) - r[c]) : 1.0;
+      for (std::size_t j = 0; j < entries; ++j) {
+        if (raised) {
+          expect_close(u[j * n + c], old_u[j * n + c] * scale, old_u[j * n + c] * scale, 8 * kUlp,
+                       where + " rescaled u");
+        } else {
+          ASSERT_EQ(u[j * n + c], old_u[j * n + c]) << where << " c=" << c;
+        }
+      }
+      expect_close(u[entries * n + c], std::exp(double(raising[c]) - r[c]), 1.0, 8 * kUlp,
+                   where + " u_new");
+    }
+    // Keys up to the raised reference: no channel moves its frame or its older entries.
+    const std::vector<float> raised_u(u.begin(), u.begin() + (entries + 1) * n), raised_r = r;
+    for (std::size_t c = 0; c < n; ++c) within[c] = r[c] - (c % 3 ? 0.5f : 0.0f);
+    k().aft_window_push_f32(n, entries + 1, u_rows.data(), r.data(), within.data(),
+                            u_rows[entries + 1]);
+    for (std::size_t c = 0; c < n; ++c) {
+      ASSERT_EQ(r[c], raised_r[c]) << where << " c=" << c;
+      for (std::size_t j = 0; j <= entries; ++j) {
+        ASSERT_EQ(u[j * n + c], raised_u[j * n + c]) << where << " c=" << c << " j=" << j;
+      }
+      expect_close(u[(entries + 1) * n + c], std::exp(double(within[c]) - r[c]), 1.0, 8 * kUlp,
+                   where + " u_new within the headroom");
+    }
+  }
+}
+
 TEST_P(IsaTest, AftWindowKernelsMatchReference) {
   for (std::size_t n : kSizes) {
     constexpr std::size_t entries = 5;
