@@ -237,6 +237,44 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.mixer) + "_" + std::to_string(info.param.threads) + "_threads";
     });
 
+// Decoded tokens that raise their window's frame: the rescaled scaled keys are saved column by
+// column as the mixer raises them (StateRollback::save_scaled_lanes). The frame rises with
+// headroom (kAftWindowHeadroom), so small keys seldom raise it once a sequence is under way: here
+// an AFT-local model's key projections are scaled up, and its keys spread far beyond the headroom.
+// Without that save, this test fails at 1 and 2 threads.
+TEST(RollbackFrameRaise, AFailedTokenChangesNothing) {
+  nlohmann::json config = tiny_config("local");
+  config["d_model"] = 80;
+  std::vector<TestTensor> tensors = random_tensors(config, 1);
+  for (TestTensor& t : tensors) {
+    if (t.name.find(".key.") == std::string::npos) continue;
+    for (float& v : t.values) v *= 40.0f;
+  }
+  TempFile file("rollback_raise");
+  write_model_file(file.path(), config, tokenizer_for(config["vocab_size"]), tensors);
+  ModelHandle model = load_model(file.path());
+  const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    Sessions prefix;
+    for (uint32_t i = 0; i < 3; ++i) {
+      prefix.push_back(new_session(model.get(), threads));
+      eval(prefix.back().get(), model.get(), token_sequence(30, 256, 3 + i), AFT_LOGITS_NONE);
+      for (int32_t token : {7, 91, 200}) {  // one at a time: the frame stays in use
+        eval(prefix.back().get(), model.get(), {token}, AFT_LOGITS_NONE);
+      }
+    }
+    const auto states = state_bytes(prefix);
+    EXPECT_GT(expect_failures_change_nothing(
+                  restoring(model.get(), threads, {states[0]}),
+                  eval_call(token_sequence(1, 256, 8), AFT_LOGITS_LAST, vocab)),
+              0);
+    EXPECT_GT(
+        expect_failures_change_nothing(restoring(model.get(), threads, states), batch_call(vocab)),
+        0);
+  }
+}
+
 // A decoded token of a model large enough to run in one parallel region (Session::
 // kOneRegionMinParameters): the ops of every layer between the same barriers.
 TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
