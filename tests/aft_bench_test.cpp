@@ -107,8 +107,7 @@ TEST(AftBench, NoMmapIsReported) {
   EXPECT_EQ(parse_json(json)["use_mmap"], false);
   const Result md = run(fixture("simple") + " -r 1 -p 0 -n 2 -t 1 --no-limits --no-mmap");
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_NE(md.out.find(" (--no-mmap: no longer changes anything)"), std::string::npos)
-      << md.out;
+  EXPECT_NE(md.out.find(" (--no-mmap: no longer changes anything)"), std::string::npos) << md.out;
 }
 
 // -t 0: the sessions' automatic thread count, reported as "auto" (0 in JSON), its limits those

@@ -11,6 +11,7 @@ packages=(
   libhiredis-dev redis-server  # aft-server --redis, and its tests (docs/server.md)
   pkgconf  # provides pkg-config; tests/install_test.sh builds the examples with it
   clang libomp-dev libclang-rt-14-dev  # tests/run.sh's ThreadSanitizer build (OpenMP: libomp and its archer tool)
+  clang-format-14  # tests/format_test.cmake: the sources as .clang-format says
   python3-torch python3-numpy libopenblas0-pthread  # the PyTorch reference (without OpenBLAS it is ~20x slower)
   python3-distributed  # examples/dask_eval.py
   python3-venv python3-wheel  # tests/install_test.sh: pip installs the package in a venv, offline
