@@ -78,36 +78,39 @@ TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
   if (kernels::matrix_units().empty()) {
     GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
   }
-  constexpr std::size_t kIn = 80, kOut = 300, kRows = kernels::kMatmulRuntimeRows;
+  constexpr std::size_t kOut = 300, kRows = kernels::kMatmulRuntimeRows;
   const kernels::KernelTable& k = kernels::active_kernels();
-  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 5);
-  const std::vector<float> x = random_vector(kRows * kIn, -2.0f, 2.0f, 6);
-  const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 7);
-  std::vector<uint16_t> halves(w.size());
-  for (std::size_t i = 0; i < w.size(); ++i) halves[i] = kernels::f32_to_bf16(w[i]);
-  kernels::PackedWeights room(kernels::PackedWeights::bf16_bytes(kOut, kIn));
-  const kernels::WeightMatrix packed = room.add_bf16(kOut, kIn, halves.data());
-  const std::unique_ptr<Op> op = make_linear_op(
-      kIn, kOut, packed, bias.data(), kernels::PostOp::None, kernels::MatmulPrecision::F32);
-  Scratch scratch;
-  std::vector<float> alone;
-  for (std::size_t r = 0; r < kRows; ++r) {
-    const std::vector<float> row = run(*op, x.data() + r * kIn, 1, kIn, kOut, nullptr, 1, scratch);
-    std::vector<uint16_t> rounded(kernels::bf16_packed_cols(kIn));
-    std::vector<float> want(kOut);
-    k.round_bf16(kIn, x.data() + r * kIn, rounded.data());
-    k.gemv_bf16_bf16(kOut, kIn, static_cast<const uint16_t*>(packed.data), rounded.data(),
-                     bias.data(), want.data());
-    ASSERT_EQ(row, want) << "row " << r << ": not the bf16 x bf16 product";
-    alone.insert(alone.end(), row.begin(), row.end());
-  }
-  for (std::size_t rows = 2; rows <= kRows; ++rows) {
-    for (int threads : {1, 2, 3}) {
-      const std::vector<float> prompt =
-          run(*op, x.data(), rows, kIn, kOut, nullptr, threads, scratch);
-      for (std::size_t i = 0; i < prompt.size(); ++i) {
-        ASSERT_EQ(prompt[i], alone[i]) << rows << " rows, " << threads << " threads, row "
-                                       << i / kOut << ", column " << i % kOut;
+  // 1100 columns: from 4 rows on, the rows' rounding to bf16 is split among the threads too.
+  for (std::size_t in : {std::size_t{80}, std::size_t{1100}}) {
+    const std::vector<float> w = random_vector(kOut * in, -1.0f, 1.0f, 5);
+    const std::vector<float> x = random_vector(kRows * in, -2.0f, 2.0f, 6);
+    const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 7);
+    std::vector<uint16_t> halves(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) halves[i] = kernels::f32_to_bf16(w[i]);
+    kernels::PackedWeights room(kernels::PackedWeights::bf16_bytes(kOut, in));
+    const kernels::WeightMatrix packed = room.add_bf16(kOut, in, halves.data());
+    const std::unique_ptr<Op> op = make_linear_op(
+        in, kOut, packed, bias.data(), kernels::PostOp::None, kernels::MatmulPrecision::F32);
+    Scratch scratch;
+    std::vector<float> alone;
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const std::vector<float> row = run(*op, x.data() + r * in, 1, in, kOut, nullptr, 1, scratch);
+      std::vector<uint16_t> rounded(kernels::bf16_packed_cols(in));
+      std::vector<float> want(kOut);
+      k.round_bf16(in, x.data() + r * in, rounded.data());
+      k.gemv_bf16_bf16(kOut, in, static_cast<const uint16_t*>(packed.data), rounded.data(),
+                       bias.data(), want.data());
+      ASSERT_EQ(row, want) << in << " columns, row " << r << ": not the bf16 x bf16 product";
+      alone.insert(alone.end(), row.begin(), row.end());
+    }
+    for (std::size_t rows = 2; rows <= kRows; ++rows) {
+      for (int threads : {1, 2, 3}) {
+        const std::vector<float> prompt =
+            run(*op, x.data(), rows, in, kOut, nullptr, threads, scratch);
+        for (std::size_t i = 0; i < prompt.size(); ++i) {
+          ASSERT_EQ(prompt[i], alone[i]) << in << " columns, " << rows << " rows, " << threads
+                                         << " threads, row " << i / kOut << ", column " << i % kOut;
+        }
       }
     }
   }

@@ -15,10 +15,10 @@ constexpr std::size_t kRowAlign = 64;
 // cache while the panels of weight rows pass (256 KB at 2048 columns; a 512-token prompt's would
 // be 1 MB). Measured on a Zen 4 (1 MB L2), enwik8 pp512: 16 rows 6-9% slower, 64 to 512 within 3%.
 constexpr std::size_t kQ8VectorsPerPass = 128;
-// Work units (parallel.h) of quantizing one value: 0.18 ns on a Zen 4, where a multiply-add of
-// the f32 GEMV takes 0.02. At one unit a value a batch of 16 rows of 512 stayed on one thread
-// while the others waited (measured: 12% of the calling thread's time).
-constexpr std::size_t kQuantizeWorkPerValue = 8;
+// Work units (parallel.h) of quantizing one value, or rounding it to bf16: 0.18 ns on a Zen 4,
+// where a multiply-add of the f32 GEMV takes 0.02. At one unit a value a batch of 16 rows of 512
+// stayed on one thread while the others waited (measured: 12% of the calling thread's time).
+constexpr std::size_t kPrepareWorkPerValue = 8;
 
 // Input rows in 8-bit blocks, for q8_0 weights (in the session's scratch): a thread's own copy of
 // one token's row, or the rows of a call, quantized once by its threads and read by all.
@@ -33,8 +33,9 @@ struct QuantizedInput {
 };
 struct SharedQuantizedInput : QuantizedInput {};
 
-// A thread's copy of the rows of a call rounded to bf16 (KernelTable::round_bf16),
-// for bf16 weights on a CPU with matrix units.
+// Input rows rounded to bf16 (KernelTable::round_bf16), for bf16 weights on a CPU with matrix
+// units: a thread's own copy of one token's row, or the rows of a batch, rounded once by its
+// threads and read by all.
 struct RoundedInput {
   std::vector<uint16_t> values;
 
@@ -42,6 +43,7 @@ struct RoundedInput {
     if (values.size() < count) values.resize(count);
   }
 };
+struct SharedRoundedInput : RoundedInput {};
 
 class LinearOp final : public Op {
  public:
@@ -69,7 +71,7 @@ class LinearOp final : public Op {
       // alone. The rows are quantized once, split among the threads.
       SharedQuantizedInput& x = ctx.scratch.local<SharedQuantizedInput>();
       x.reserve(out.rows * in_width_);
-      parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kQuantizeWorkPerValue,
+      parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kPrepareWorkPerValue,
                       [&](std::size_t begin, std::size_t end) {
                         ctx.kernels.quantize_q8_0(
                             (end - begin) * in_width_, in.row(begin),
@@ -78,7 +80,7 @@ class LinearOp final : public Op {
                       });
       parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
                       [&](std::size_t begin, std::size_t end) {
-                        gemv_rows(ctx, in, &x, residual, out, begin, end);
+                        gemv_rows(ctx, in, &x, nullptr, residual, out, begin, end);
                       });
       return;
     }
@@ -91,10 +93,26 @@ class LinearOp final : public Op {
       return;
     }
     // One token per sequence: matrix-vector products, bound by reading the weights once (for
-    // every sequence of a batch), and the bits of a sequence decoded alone.
+    // every sequence of a batch), and the bits of a sequence decoded alone. A batch's rows are
+    // rounded to bf16 once, split among the threads, as q8_0's are quantized: every thread
+    // rounding all of them took 8% of a step of 16 (docs/benchmarks.md).
+    const RoundedInput* rounded = nullptr;
+    if (rounds_to_bf16_ && out.rows != 1) {
+      SharedRoundedInput& x = ctx.scratch.local<SharedRoundedInput>();
+      const std::size_t stride = kernels::bf16_packed_cols(in_width_);
+      x.reserve(out.rows * stride);
+      parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kPrepareWorkPerValue,
+                      [&](std::size_t begin, std::size_t end) {
+                        for (std::size_t r = begin; r < end; ++r) {
+                          ctx.kernels.round_bf16(in_width_, in.row(r),
+                                                 x.values.data() + r * stride);
+                        }
+                      });
+      rounded = &x;
+    }
     parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
                     [&](std::size_t begin, std::size_t end) {
-                      gemv_rows(ctx, in, nullptr, residual, out, begin, end);
+                      gemv_rows(ctx, in, nullptr, rounded, residual, out, begin, end);
                     });
   }
 
@@ -106,16 +124,17 @@ class LinearOp final : public Op {
     }
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
     team_ranges(out_width_, kRowAlign, team, in_width_, [&](std::size_t begin, std::size_t end) {
-      gemv_rows(ctx, inputs[0], nullptr, residual, out, begin, end);
+      gemv_rows(ctx, inputs[0], nullptr, nullptr, residual, out, begin, end);
     });
   }
 
  private:
   // Output columns [begin, end) of every row, each row alone: bias, activation and residual while
-  // they are cached. quantized: q8_0 weights, the rows of `in` in 8-bit blocks already, or null.
+  // they are cached. quantized: q8_0 weights, the rows of `in` in 8-bit blocks already, or null;
+  // rounded: bf16 weights on the units, the rows of `in` rounded to bf16 already, or null.
   void gemv_rows(const ExecContext& ctx, const Tensor& in, const QuantizedInput* quantized,
-                 const float* residual, const Tensor& out, std::size_t begin,
-                 std::size_t end) const {
+                 const RoundedInput* rounded, const float* residual, const Tensor& out,
+                 std::size_t begin, std::size_t end) const {
     const std::size_t n = end - begin;
     const float* bias = bias_ ? bias_ + begin : nullptr;
     float* y = out.data + begin;
@@ -133,14 +152,17 @@ class LinearOp final : public Op {
       case kernels::WeightType::BF16: {
         const uint16_t* w = w_.bf16_rows(begin, in_width_);
         if (rounds_to_bf16_) {
-          // Each thread rounds the rows itself, as q8_0 quantizes one token's: a few rows.
+          // One token's row each thread rounds itself, as q8_0 quantizes it.
           const std::size_t stride = kernels::bf16_packed_cols(in_width_);
-          RoundedInput& rounded = ctx.scratch.local<RoundedInput>();
-          rounded.reserve(out.rows * stride);
-          uint16_t* xb = rounded.values.data();
-          for (std::size_t r = 0; r < out.rows; ++r) {
-            k.round_bf16(in_width_, in.row(r), xb + r * stride);
+          if (rounded == nullptr) {
+            RoundedInput& own = ctx.scratch.local<RoundedInput>();
+            own.reserve(out.rows * stride);
+            for (std::size_t r = 0; r < out.rows; ++r) {
+              k.round_bf16(in_width_, in.row(r), own.values.data() + r * stride);
+            }
+            rounded = &own;
           }
+          const uint16_t* xb = rounded->values.data();
           if (out.rows == 1) {
             k.gemv_bf16_bf16(n, in_width_, w, xb, bias, y);
           } else {
