@@ -297,12 +297,14 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
 // bf16 weights on the matrix units (AMX, AVX512-BF16): the product of x rounded to bf16 (to nearest
 // even) and the weights, summed in f32, for products of more than 8 rows, every row block of them
 // (M = 130 and 200 end in blocks of 2 and 8 rows); the same bits for every thread count, and a
-// second object (its own copy of W) gives them too.
+// second object (its own copy of W) gives them too. K = 100: a thread's share of x ends inside a
+// chunk of 32 values, whose tail is rounded apart.
 TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
   if (matrix_units().empty()) {
     GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
   }
-  const Shape shapes[] = {{9, 64, 130}, {64, 512, 300}, {130, 256, 1061}, {200, 96, 129}};
+  const Shape shapes[] = {
+      {9, 64, 130}, {64, 512, 300}, {130, 256, 1061}, {200, 96, 129}, {37, 100, 70}};
   for (const Shape& s : shapes) {
     Problem p(s.m, s.k, s.n);
     std::vector<uint16_t> bf16(p.w.size());
