@@ -45,6 +45,13 @@ struct RoundedInput {
 };
 struct SharedRoundedInput : RoundedInput {};
 
+// Rows [begin, end) of `in` rounded to bf16 into `to`, bf16_packed_cols(in.width) values apart.
+void round_rows_to_bf16(const kernels::KernelTable& k, const Tensor& in, std::size_t begin,
+                        std::size_t end, uint16_t* to) {
+  const std::size_t stride = kernels::bf16_packed_cols(in.width);
+  for (std::size_t r = begin; r < end; ++r) k.round_bf16(in.width, in.row(r), to + r * stride);
+}
+
 class LinearOp final : public Op {
  public:
   LinearOp(std::size_t in_width, std::size_t out_width, kernels::WeightMatrix w, const float* bias,
@@ -103,10 +110,7 @@ class LinearOp final : public Op {
       x.reserve(out.rows * stride);
       parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kPrepareWorkPerValue,
                       [&](std::size_t begin, std::size_t end) {
-                        for (std::size_t r = begin; r < end; ++r) {
-                          ctx.kernels.round_bf16(in_width_, in.row(r),
-                                                 x.values.data() + r * stride);
-                        }
+                        round_rows_to_bf16(ctx.kernels, in, begin, end, x.values.data());
                       });
       rounded = &x;
     }
@@ -157,9 +161,7 @@ class LinearOp final : public Op {
           if (rounded == nullptr) {
             RoundedInput& own = ctx.scratch.local<RoundedInput>();
             own.reserve(out.rows * stride);
-            for (std::size_t r = 0; r < out.rows; ++r) {
-              k.round_bf16(in_width_, in.row(r), own.values.data() + r * stride);
-            }
+            round_rows_to_bf16(k, in, 0, out.rows, own.values.data());
             rounded = &own;
           }
           const uint16_t* xb = rounded->values.data();
