@@ -22,7 +22,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -39,12 +38,17 @@ constexpr int kBf16TileGroups = 3;
 // A tile row: 16 pairs of bf16 (A, B) or 16 floats (C).
 constexpr std::size_t kBf16TileRowBytes = 64;
 
-// The configuration for m vectors, at [m - 1] (computed at compile time: no inline function of
-// this header is emitted in an ISA file, kernels/README.md).
-constexpr std::array<TileConfig, kBf16TileVectors> bf16_tile_configs() {
-  std::array<TileConfig, kBf16TileVectors> configs{};
+// The configurations for m vectors, at of[m - 1]: computed at compile time, and a built-in array,
+// so that no inline function (std::array's operator[] where a build does not inline it) is
+// emitted in an ISA file (kernels/README.md).
+struct Bf16TileConfigs {
+  TileConfig of[kBf16TileVectors];
+};
+
+constexpr Bf16TileConfigs bf16_tile_configs() {
+  Bf16TileConfigs configs{};
   for (std::size_t m = 1; m <= kBf16TileVectors; ++m) {
-    TileConfig& config = configs[m - 1];
+    TileConfig& config = configs.of[m - 1];
     for (int g = 0; g < kBf16TileGroups; ++g) {
       config.set(g, m, kBf16TileRowBytes);
       config.set(kBf16TileGroups + g, kBf16ChunkCols / 2, kBf16TileRowBytes);
@@ -93,12 +97,12 @@ void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w
   const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
   const std::size_t group_stride = kBf16GroupRows * packed_cols;
   const std::size_t x_bytes = x_stride * sizeof(uint16_t);
-  static constexpr std::array<TileConfig, kBf16TileVectors> kConfigs = bf16_tile_configs();
+  static constexpr Bf16TileConfigs kConfigs = bf16_tile_configs();
   alignas(64) float c[kBf16TileGroups][kBf16TileVectors][kBf16GroupRows];
   for (std::size_t v0 = 0; v0 < n_vectors; v0 += kBf16TileVectors) {
     const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
     const uint16_t* x = xb + v0 * x_stride;
-    Tiles::configure(kConfigs[m - 1]);
+    Tiles::configure(kConfigs.of[m - 1]);
     for (std::size_t g0 = 0; g0 < groups; g0 += kBf16TileGroups) {
       const std::size_t pass = std::min<std::size_t>(kBf16TileGroups, groups - g0);
       const uint16_t* wg = w + g0 * group_stride;

@@ -26,10 +26,12 @@ foreach(object ${OBJECTS})
   endif()
   string(REPLACE "\n" ";" lines "${symbols}")
   foreach(line ${lines})
-    # Weak symbols (W, V), but the exception-handling personality's reference, which is data.
+    # Weak symbols (W, V), but data: the exception-handling personality's reference, and the
+    # type information of function types that clang's -fsanitize=function emits (Sanitize build).
     if(line MATCHES "^[0-9a-f]+ [WV] (.*)$")
       set(symbol "${CMAKE_MATCH_1}")
-      if(NOT symbol MATCHES "${marker_${isa}}" AND NOT symbol MATCHES "^DW\\.ref\\.")
+      if(NOT symbol MATCHES "${marker_${isa}}" AND NOT symbol MATCHES "^DW\\.ref\\."
+         AND NOT symbol MATCHES "^typeinfo (name )?for .*\\)( const)?$")
         message(FATAL_ERROR "isa_${isa}.cpp emits a weak symbol that does not name its "
                             "architecture (${marker_${isa}}): ${symbol}")
       endif()

@@ -45,6 +45,35 @@ using aft::capi::copy_out;
 using aft::capi::guarded;
 using aft::capi::require;
 
+namespace {
+
+aft::kernels::MatmulPrecision matmul_precision(const aft_model_params& params) {
+  switch (params.matmul_precision) {
+    case AFT_MATMUL_PRECISION_F32:
+      return aft::kernels::MatmulPrecision::F32;
+    case AFT_MATMUL_PRECISION_BF16:
+      return aft::kernels::MatmulPrecision::BF16;
+    default:
+      throw aft::Error(
+          AFT_ERR_INVALID_ARGUMENT,
+          "params.matmul_precision: " + std::to_string(static_cast<int>(params.matmul_precision)) +
+              " is not an aft_matmul_precision (0 f32, 1 bf16)");
+  }
+}
+
+// The engine's options from the C API's parameters (refuses values outside their ranges).
+aft::ModelOptions model_options(const aft_model_params& params) {
+  if (params.use_mmap != 0 && params.use_mmap != 1) {
+    throw aft::Error(AFT_ERR_INVALID_ARGUMENT,
+                     "params.use_mmap: " + std::to_string(params.use_mmap) + " is neither 1 nor 0");
+  }
+  aft::ModelOptions options;
+  options.precision = matmul_precision(params);
+  return options;
+}
+
+}  // namespace
+
 extern "C" {
 
 const char* aft_version(void) { return AFT_LIBRARY_VERSION; }
@@ -115,35 +144,6 @@ const char* aft_matrix_units(void) {
 aft_model_params aft_model_default_params(void) {
   return aft_model_params{1, AFT_MATMUL_PRECISION_F32, 1};
 }
-
-namespace {
-
-aft::kernels::MatmulPrecision matmul_precision(const aft_model_params& params) {
-  switch (params.matmul_precision) {
-    case AFT_MATMUL_PRECISION_F32:
-      return aft::kernels::MatmulPrecision::F32;
-    case AFT_MATMUL_PRECISION_BF16:
-      return aft::kernels::MatmulPrecision::BF16;
-    default:
-      throw aft::Error(
-          AFT_ERR_INVALID_ARGUMENT,
-          "params.matmul_precision: " + std::to_string(static_cast<int>(params.matmul_precision)) +
-              " is not an aft_matmul_precision (0 f32, 1 bf16)");
-  }
-}
-
-// The engine's options from the C API's parameters (refuses values outside their ranges).
-aft::ModelOptions model_options(const aft_model_params& params) {
-  if (params.use_mmap != 0 && params.use_mmap != 1) {
-    throw aft::Error(AFT_ERR_INVALID_ARGUMENT,
-                     "params.use_mmap: " + std::to_string(params.use_mmap) + " is neither 1 nor 0");
-  }
-  aft::ModelOptions options;
-  options.precision = matmul_precision(params);
-  return options;
-}
-
-}  // namespace
 
 aft_status aft_model_load(const char* path, const aft_model_params* params, aft_model** model) {
   return guarded([&] {
