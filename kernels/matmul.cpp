@@ -437,8 +437,8 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
       const std::size_t width = std::min(kMatmulBlockColumns, impl.n - column);
       const BlockPrimitives& p = rows == block_rows ? whole : last;
       error.run([&] {
-        // x_bf16 is empty unless the product runs in bf16: no offset applied to its null data.
-        const uint16_t* rows_bf16 = x_bf16.empty() ? nullptr : x_bf16.data() + row * impl.k;
+        // x's bf16 rows exist only when some block runs in bf16 (else x_bf16's data may be null).
+        const uint16_t* rows_bf16 = any_bf16 ? x_bf16.data() + row * impl.k : nullptr;
         impl.run_block(width == impl.full_width() ? p.full : p.tail, rows, column, width,
                        x + row * impl.k, rows_bf16, y + row * impl.n,
                        residual ? residual + row * impl.n : nullptr, slot, b != first && row != 0);
