@@ -25,8 +25,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
+#include "kernels/simd_partial.hpp"
 #include "kernels/tile_config.h"
 
 namespace aft::kernels::simd {
@@ -88,7 +90,59 @@ void bf16_tile_pass(const uint16_t* w, std::size_t group_stride, std::size_t chu
   });
 }
 
-template <class Tiles>
+// The sums of kGroups groups by 32 vectors (two A tiles, 16 vectors each), into c: tile
+// (half h, group g) at c + (h * kGroups + g) * kTileFloats. Tiles 0-3 (C), 4-5 (A), 6-7 (B):
+// each load of A serves kGroups products and each load of B two.
+template <class Tiles, int kGroups>
+void bf16_tile_block(const uint16_t* w, std::size_t group_stride, std::size_t chunks,
+                     const uint16_t* xb, std::size_t x_bytes, float* c) {
+  constexpr int kA = 4, kB = 6;
+  constexpr std::size_t kChunkValues = kBf16GroupRows * kBf16ChunkCols;
+  constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
+  const auto groups = std::make_integer_sequence<int, kGroups>();
+  const uint16_t* xb_half = xb + kBf16TileVectors * x_bytes / sizeof(uint16_t);
+  for_each_tile(std::make_integer_sequence<int, 2 * kGroups>(),
+                [&](auto t) { Tiles::template zero<t>(); });
+  for (std::size_t k = 0; k < chunks; ++k) {
+    Tiles::template load<kA>(xb + k * kBf16ChunkCols, x_bytes);
+    Tiles::template load<kA + 1>(xb_half + k * kBf16ChunkCols, x_bytes);
+    for_each_tile(groups, [&](auto g) {
+      const uint16_t* chunk = w + g * group_stride + k * kChunkValues;
+      prefetch_weights_ahead<kChunkValues * sizeof(uint16_t)>(chunk);
+      Tiles::template load<kB + g>(chunk, kBf16TileRowBytes);
+      Tiles::template dpbf16ps<g, kA, kB + g>();
+      Tiles::template dpbf16ps<kGroups + g, kA + 1, kB + g>();
+    });
+  }
+  for_each_tile(std::make_integer_sequence<int, 2 * kGroups>(),
+                [&](auto t) { Tiles::template store<t>(c + t * kTileFloats, kBf16TileRowBytes); });
+}
+
+constexpr TileConfig bf16_block_tile_config() {
+  TileConfig config{};
+  for (int t = 0; t < kTiles; ++t) config.set(t, kTileRows, kBf16TileRowBytes);
+  return config;
+}
+
+// y rows [r0, r0 + n) of the m vectors whose sums of a group are c (m rows of 16 floats), plus
+// the bias: whole vector stores (a scalar copy took a third of q8_0's kernel, q8_0_tiles.hpp).
+template <class A>
+[[gnu::always_inline]] inline void store_group_sums(const float* c, std::size_t m, std::size_t r0,
+                                                    std::size_t n, const float* bias, float* y,
+                                                    std::size_t y_stride) {
+  using B = xsimd::batch<float, A>;
+  static_assert(B::size == kBf16GroupRows, "a vector's sums of a group are one float batch");
+  const B bias_rows = bias ? load_lanes<A>(bias + r0, n, 0.0f) : B(0.0f);
+  for (std::size_t v = 0; v < m; ++v) {
+    const B sums = B::load_aligned(c + v * kBf16GroupRows);
+    store_lanes<A>(bias ? sums + bias_rows : sums, y + v * y_stride + r0, n);
+  }
+}
+
+// gemv_batch_bf16_bf16 (kernels.h): blocks of 32 vectors by pairs of groups (a prompt's rows),
+// then the rest 16 vectors at a time by three groups. Every sum is the same chain of tile
+// products, so the bits do not depend on which way a vector went.
+template <class A, class Tiles>
 void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w,
                            std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
                            const float* bias, float* y, std::size_t y_stride) {
@@ -97,9 +151,38 @@ void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w
   const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
   const std::size_t group_stride = kBf16GroupRows * packed_cols;
   const std::size_t x_bytes = x_stride * sizeof(uint16_t);
+  constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
+  constexpr std::size_t kBlockVectors = 2 * kBf16TileVectors;
+  alignas(64) float c[kTiles / 2][kTileFloats];
+  std::size_t v0 = 0;
+  if (n_vectors >= kBlockVectors) {
+    static constexpr TileConfig kBlockConfig = bf16_block_tile_config();
+    Tiles::configure(kBlockConfig);
+    for (; v0 + kBlockVectors <= n_vectors; v0 += kBlockVectors) {
+      const uint16_t* x = xb + v0 * x_stride;
+      for (std::size_t g0 = 0; g0 < groups; g0 += 2) {
+        const int pass = groups - g0 >= 2 ? 2 : 1;
+        if (pass == 2) {
+          bf16_tile_block<Tiles, 2>(w + g0 * group_stride, group_stride, chunks, x, x_bytes,
+                                    &c[0][0]);
+        } else {
+          bf16_tile_block<Tiles, 1>(w + g0 * group_stride, group_stride, chunks, x, x_bytes,
+                                    &c[0][0]);
+        }
+        for (int h = 0; h < 2; ++h) {
+          for (int g = 0; g < pass; ++g) {
+            const std::size_t r0 = (g0 + g) * kBf16GroupRows;
+            store_group_sums<A>(c[h * pass + g], kBf16TileVectors, r0,
+                                std::min(kBf16GroupRows, rows - r0), bias,
+                                y + (v0 + h * kBf16TileVectors) * y_stride, y_stride);
+          }
+        }
+      }
+    }
+    Tiles::release();
+  }
   static constexpr Bf16TileConfigs kConfigs = bf16_tile_configs();
-  alignas(64) float c[kBf16TileGroups][kBf16TileVectors][kBf16GroupRows];
-  for (std::size_t v0 = 0; v0 < n_vectors; v0 += kBf16TileVectors) {
+  for (; v0 < n_vectors; v0 += kBf16TileVectors) {
     const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
     const uint16_t* x = xb + v0 * x_stride;
     Tiles::configure(kConfigs.of[m - 1]);
@@ -107,30 +190,26 @@ void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w
       const std::size_t pass = std::min<std::size_t>(kBf16TileGroups, groups - g0);
       const uint16_t* wg = w + g0 * group_stride;
       if (pass == 3) {
-        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
       } else if (pass == 2) {
-        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
       } else {
-        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, x, x_bytes, &c[0][0][0]);
+        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
       }
       for (std::size_t g = 0; g < pass; ++g) {
         const std::size_t r0 = (g0 + g) * kBf16GroupRows;
-        const std::size_t n = std::min(kBf16GroupRows, rows - r0);
-        for (std::size_t v = 0; v < m; ++v) {
-          float* out = y + (v0 + v) * y_stride + r0;
-          for (std::size_t i = 0; i < n; ++i)
-            out[i] = bias ? c[g][v][i] + bias[r0 + i] : c[g][v][i];
-        }
+        store_group_sums<A>(c[g], m, r0, std::min(kBf16GroupRows, rows - r0), bias,
+                            y + v0 * y_stride, y_stride);
       }
     }
     Tiles::release();
   }
 }
 
-template <class Tiles>
+template <class A, class Tiles>
 void gemv_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w, const uint16_t* xb,
                      const float* bias, float* y) {
-  gemv_batch_bf16_tiles<Tiles>(rows, cols, w, 1, xb, 0, bias, y, 0);
+  gemv_batch_bf16_tiles<A, Tiles>(rows, cols, w, 1, xb, 0, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd

@@ -80,8 +80,9 @@ const KernelTable& avx512amx_kernels() {
     KernelTable table = avx512bf16_kernels();
     table.isa = "avx512amx";
     table.gemv_batch_q8_0 = &gemv_batch_q8_0_on_tiles<AmxTiles>;
-    table.gemv_bf16_bf16 = &simd::gemv_bf16_tiles<AmxTiles>;
-    table.gemv_batch_bf16_bf16 = &simd::gemv_batch_bf16_tiles<AmxTiles>;
+    table.gemv_bf16_bf16 = &simd::gemv_bf16_tiles<Arch, AmxTiles>;
+    table.gemv_batch_bf16_bf16 = &simd::gemv_batch_bf16_tiles<Arch, AmxTiles>;
+    table.bf16_batch_on_tiles = true;
     return table;
   }();
   return kTable;
@@ -99,8 +100,8 @@ void gemv_batch_bf16_bf16_emulated_tiles(std::size_t rows, std::size_t cols, con
                                          std::size_t n_vectors, const uint16_t* xb,
                                          std::size_t x_stride, const float* bias, float* y,
                                          std::size_t y_stride) {
-  simd::gemv_batch_bf16_tiles<simd::EmulatedTiles>(rows, cols, w, n_vectors, xb, x_stride, bias, y,
-                                                   y_stride);
+  simd::gemv_batch_bf16_tiles<Arch, simd::EmulatedTiles>(rows, cols, w, n_vectors, xb, x_stride,
+                                                         bias, y, y_stride);
 }
 
 }  // namespace aft::kernels

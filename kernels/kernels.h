@@ -138,6 +138,10 @@ struct KernelTable {
   void (*gemv_batch_bf16_bf16)(std::size_t rows, std::size_t cols, const uint16_t* w,
                                std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
                                const float* bias, float* y, std::size_t y_stride);
+  // Whether gemv_batch_bf16_bf16 runs on matrix tiles (the avx512amx table): there it multiplies a
+  // prompt's rows faster than oneDNN's product (docs/benchmarks.md), so prompts take it, and each
+  // row gets the bits it gets decoded alone.
+  bool bf16_batch_on_tiles;
 
   // ---- machine probes (aft-bench) ----
 
@@ -186,7 +190,7 @@ const KernelTable& scalar_kernels();
 
 // The table for one ISA by name ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "avx512bf16",
 // "avx512amx", "neon"), or null when the name is unknown, the ISA is not built for this target, or
-// this CPU (and OS) cannot run it. "avx512amx" is only ever chosen by name (AFT_ISA).
+// this CPU (and OS) cannot run it.
 const KernelTable* kernels_for_isa(const char* isa);
 
 // The avx512amx table's gemv_batch_q8_0 and gemv_batch_bf16_bf16 with AMX's tile instructions

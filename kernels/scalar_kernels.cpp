@@ -300,6 +300,7 @@ constexpr KernelTable kScalar{
     round_bf16,
     gemv_bf16_bf16,
     gemv_batch_bf16_bf16,
+    false,
     sum_f32,
     fma_probe_f32,
 };

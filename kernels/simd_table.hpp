@@ -49,6 +49,7 @@ constexpr KernelTable make_table(const char* isa) {
       &round_bf16<A>,
       &gemv_groups<A, Bf16PairColumns<A>>,
       &gemv_batch_groups<A, Bf16PairColumns<A>>,
+      false,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

@@ -72,14 +72,21 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
 }
 
 // bf16 weights where the CPU has matrix units: a token's products take its row rounded to bf16
-// (the bf16 x bf16 GEMV's bits), and a prompt of up to kMatmulRuntimeRows rows goes through the
-// same kernel as a batch, each row with the bits it gets alone, on any thread count.
-TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
+// (the bf16 x bf16 GEMV's bits), and a prompt of up to kMatmulRuntimeRows rows, or any prompt
+// where that kernel runs on tiles (KernelTable::bf16_batch_on_tiles), goes through the same kernel
+// as a batch, each row with the bits it gets alone, on any thread count.
+TEST(LinearOp, Bf16OnMatrixUnitsPromptRowsHaveTheBitsOfTokensFedAlone) {
   if (kernels::matrix_units().empty()) {
     GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
   }
-  constexpr std::size_t kOut = 300, kRows = kernels::kMatmulRuntimeRows;
   const kernels::KernelTable& k = kernels::active_kernels();
+  // On tiles, 80 rows: blocks of 32 by the kernel's pairs of groups (300 rows: 19 groups, the
+  // last alone), then 16 rows by its passes of three.
+  const std::size_t kOut = 300, kRows = k.bf16_batch_on_tiles ? 80 : kernels::kMatmulRuntimeRows;
+  std::vector<std::size_t> row_counts;
+  for (std::size_t rows = 2; rows <= kernels::kMatmulRuntimeRows; ++rows)
+    row_counts.push_back(rows);
+  if (k.bf16_batch_on_tiles) row_counts.insert(row_counts.end(), {31, 32, 33, 64, 80});
   // 1100 columns: from 4 rows on, the rows' rounding to bf16 is split among the threads too.
   for (std::size_t in : {std::size_t{80}, std::size_t{1100}}) {
     const std::vector<float> w = random_vector(kOut * in, -1.0f, 1.0f, 5);
@@ -103,7 +110,7 @@ TEST(LinearOp, Bf16OnMatrixUnitsShortPromptRowsHaveTheBitsOfTokensFedAlone) {
       ASSERT_EQ(row, want) << in << " columns, row " << r << ": not the bf16 x bf16 product";
       alone.insert(alone.end(), row.begin(), row.end());
     }
-    for (std::size_t rows = 2; rows <= kRows; ++rows) {
+    for (std::size_t rows : row_counts) {
       for (int threads : {1, 2, 3}) {
         const std::vector<float> prompt =
             run(*op, x.data(), rows, in, kOut, nullptr, threads, scratch);

@@ -772,7 +772,8 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16MatchesReference) {
 TEST_P(QuantizedIsaTest, GemvBf16Bf16BatchHasTheBitsOfGemv) {
   for (std::size_t rows : {1, 3, 4, 5, 17, 100}) {
     for (std::size_t cols : kBf16Cols) {
-      for (std::size_t vectors : {1, 2, 3, 5, 7, 16}) {
+      // 35 and 64: the tile kernel's blocks of 32 vectors (bf16_tiles.hpp), and what follows.
+      for (std::size_t vectors : {1, 2, 3, 5, 7, 16, 35, 64}) {
         const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 5;
         const auto w = pack(rows, cols, random_bf16(rows * cols, 64));
         const auto xb =
@@ -874,14 +875,15 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
 // pair and chunk after chunk, which the loop below recomputes bit for bit. A vector gets the same
 // bits alone (a tile of one row of activations) as beside others. Shapes: one group of rows and
 // several, passes of 3, 2 and 1 groups, partial groups; one chunk, a partial chunk, many; 16
-// vectors, fewer, and more than a tile (16, then the rest).
+// vectors, fewer, more than a tile (16, then the rest), and blocks of 32 vectors by pairs of
+// groups or a last single group, then the rest.
 TEST(QuantizedDispatch, EmulatedBf16TilesSumAsTheInstruction) {
   const GemvBatchBf16Bf16 tiles = emulated_tiles_gemv_batch_bf16_bf16();
   if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
   const auto value = [](uint16_t bits) { return from_bits(uint32_t{bits} << 16); };
   for (std::size_t rows : {1, 4, 5, 12, 13, 37, 100}) {
     for (std::size_t cols : {32, 40, 96, 512}) {
-      for (std::size_t vectors : {1, 2, 15, 16, 17, 35}) {
+      for (std::size_t vectors : {1, 2, 15, 16, 17, 35, 83}) {
         const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 3;
         const auto w = random_bf16(rows * cols, 70);
         const auto p = pack(rows, cols, w);

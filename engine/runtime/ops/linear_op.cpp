@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/runtime/parallel.h"
+#include "engine/runtime/runtime_kernels.h"
 #include "ops.h"
 
 namespace aft {
@@ -62,7 +63,8 @@ class LinearOp final : public Op {
         bias_(bias),
         post_(post),
         rounds_to_bf16_(w.type == kernels::WeightType::BF16 && !kernels::matrix_units().empty()),
-        matmul_(w.type == kernels::WeightType::Q8_0
+        bf16_prompts_by_gemv_(rounds_to_bf16_ && runtime_kernels().bf16_batch_on_tiles),
+        matmul_(w.type == kernels::WeightType::Q8_0 || bf16_prompts_by_gemv_
                     ? std::nullopt
                     : std::make_optional<kernels::Matmul>(in_width, out_width, w, bias, post,
                                                           kernels::matmul_machine_blocks(),
@@ -91,10 +93,12 @@ class LinearOp final : public Op {
                       });
       return;
     }
-    // A prompt of a few rows with bf16 weights on the units: the batch GEMV, with the bits of
-    // each row decoded alone (the Matmul would widen W to f32 for them).
-    const bool few_rows = rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows;
-    if (out.rows != 1 && ctx.one_sequence() && !few_rows) {
+    // A prompt with bf16 weights on the units, of a few rows (the Matmul would widen W to f32 for
+    // them) or on a table whose batch GEMV runs on tiles: the batch GEMV, with the bits of each
+    // row decoded alone.
+    const bool by_gemv =
+        rounds_to_bf16_ && (bf16_prompts_by_gemv_ || out.rows <= kernels::kMatmulRuntimeRows);
+    if (out.rows != 1 && ctx.one_sequence() && !by_gemv) {
       matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
@@ -222,7 +226,9 @@ class LinearOp final : public Op {
   // takes its input rounded to bf16, decode and batches too (KernelTable::gemv_bf16_bf16), so
   // that a token's logits do not depend on whether it came in a prompt.
   bool rounds_to_bf16_;
-  std::optional<kernels::Matmul> matmul_;  // f32 and bf16 weights' prompts
+  // ... and prompts take the batch GEMV (KernelTable::bf16_batch_on_tiles).
+  bool bf16_prompts_by_gemv_;
+  std::optional<kernels::Matmul> matmul_;  // prompts of f32 weights, and of bf16 ones elsewhere
 };
 
 }  // namespace
