@@ -82,6 +82,14 @@ void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, c
   }
 }
 
+void unpack_f32_rounded_to_bf16(std::size_t rows, std::size_t cols, const float* p, uint16_t* w) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      w[r * cols + c] = f32_to_bf16(p[f32_packed_index(r, c, cols)]);
+    }
+  }
+}
+
 void unpack_bf16_columns(std::size_t first, std::size_t rows, std::size_t cols, const uint16_t* p,
                          float* x) {
   // Rows 2p and 2p + 1 of x at a time, from the groups' lines of pair p.

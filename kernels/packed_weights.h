@@ -97,6 +97,9 @@ void unpack_f32_columns(std::size_t first, std::size_t rows, std::size_t cols, c
 // The same for packed bf16 weights p, widened exactly: a pair's line is two such columns.
 void unpack_bf16_columns(std::size_t first, std::size_t rows, std::size_t cols, const uint16_t* p,
                          float* x);
+// Packed f32 weights p (rows x cols) rounded to bf16 (f32_to_bf16), row-major into w (rows x
+// cols): what add_bf16 packs, for an f32 model's products in bf16 (MatmulPrecision::BF16).
+void unpack_f32_rounded_to_bf16(std::size_t rows, std::size_t cols, const float* p, uint16_t* w);
 
 // A model's weight matrices in the GEMVs' layouts, in one allocation sized before the first, on
 // 2 MiB pages where the system gives them (huge_page_buffer.h). Each matrix is 64-byte aligned.

@@ -74,7 +74,8 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
 // bf16 weights where the CPU has matrix units: a token's products take its row rounded to bf16
 // (the bf16 x bf16 GEMV's bits), and a prompt of up to kMatmulRuntimeRows rows, or any prompt
 // where that kernel runs on tiles (KernelTable::bf16_batch_on_tiles), goes through the same kernel
-// as a batch, each row with the bits it gets alone, on any thread count.
+// as a batch, each row with the bits it gets alone, on any thread count; there f32 weights at
+// MatmulPrecision::BF16 prompt with the bits of their rounding to bf16.
 TEST(LinearOp, Bf16OnMatrixUnitsPromptRowsHaveTheBitsOfTokensFedAlone) {
   if (kernels::matrix_units().empty()) {
     GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
@@ -98,6 +99,12 @@ TEST(LinearOp, Bf16OnMatrixUnitsPromptRowsHaveTheBitsOfTokensFedAlone) {
     const kernels::WeightMatrix packed = room.add_bf16(kOut, in, halves.data());
     const std::unique_ptr<Op> op = make_linear_op(
         in, kOut, packed, bias.data(), kernels::PostOp::None, kernels::MatmulPrecision::F32);
+    // On tiles, the f32 matrix at MatmulPrecision::BF16 prompts through its rounded copy: the
+    // bits of the bf16 matrix.
+    kernels::PackedWeights f32_room(kernels::PackedWeights::f32_bytes(kOut, in));
+    const std::unique_ptr<Op> f32_op =
+        make_linear_op(in, kOut, f32_room.add_f32(kOut, in, w.data()), bias.data(),
+                       kernels::PostOp::None, kernels::MatmulPrecision::BF16);
     Scratch scratch;
     std::vector<float> alone;
     for (std::size_t r = 0; r < kRows; ++r) {
@@ -117,6 +124,14 @@ TEST(LinearOp, Bf16OnMatrixUnitsPromptRowsHaveTheBitsOfTokensFedAlone) {
         for (std::size_t i = 0; i < prompt.size(); ++i) {
           ASSERT_EQ(prompt[i], alone[i]) << in << " columns, " << rows << " rows, " << threads
                                          << " threads, row " << i / kOut << ", column " << i % kOut;
+        }
+        if (!k.bf16_batch_on_tiles || rows <= kernels::kMatmulRuntimeRows) continue;
+        const std::vector<float> f32_prompt =
+            run(*f32_op, x.data(), rows, in, kOut, nullptr, threads, scratch);
+        for (std::size_t i = 0; i < f32_prompt.size(); ++i) {
+          ASSERT_EQ(f32_prompt[i], alone[i])
+              << in << " columns, " << rows << " rows, " << threads << " threads, row " << i / kOut
+              << ", column " << i % kOut << ": f32 weights at bf16 precision";
         }
       }
     }

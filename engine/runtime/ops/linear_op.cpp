@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "engine/runtime/parallel.h"
 #include "engine/runtime/runtime_kernels.h"
+#include "kernels/packed_weights.h"
 #include "ops.h"
 
 namespace aft {
@@ -63,8 +65,11 @@ class LinearOp final : public Op {
         bias_(bias),
         post_(post),
         rounds_to_bf16_(w.type == kernels::WeightType::BF16 && !kernels::matrix_units().empty()),
-        bf16_prompts_by_gemv_(rounds_to_bf16_ && runtime_kernels().bf16_batch_on_tiles),
-        matmul_(w.type == kernels::WeightType::Q8_0 || bf16_prompts_by_gemv_
+        tile_prompts_(
+            !kernels::matrix_units().empty() && runtime_kernels().bf16_batch_on_tiles &&
+            (w.type == kernels::WeightType::BF16 ||
+             (w.type == kernels::WeightType::F32 && precision == kernels::MatmulPrecision::BF16))),
+        matmul_(w.type == kernels::WeightType::Q8_0 || tile_prompts_
                     ? std::nullopt
                     : std::make_optional<kernels::Matmul>(in_width, out_width, w, bias, post,
                                                           kernels::matmul_machine_blocks(),
@@ -89,26 +94,27 @@ class LinearOp final : public Op {
                       });
       parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
                       [&](std::size_t begin, std::size_t end) {
-                        gemv_rows(ctx, in, &x, nullptr, residual, out, begin, end);
+                        gemv_rows(ctx, w_, in, &x, nullptr, residual, out, begin, end);
                       });
       return;
     }
-    // A prompt with bf16 weights on the units, of a few rows (the Matmul would widen W to f32 for
-    // them) or on a table whose batch GEMV runs on tiles: the batch GEMV, with the bits of each
-    // row decoded alone.
-    const bool by_gemv =
-        rounds_to_bf16_ && (bf16_prompts_by_gemv_ || out.rows <= kernels::kMatmulRuntimeRows);
-    if (out.rows != 1 && ctx.one_sequence() && !by_gemv) {
+    const bool prompt = out.rows != 1 && ctx.one_sequence();
+    // A prompt on a table whose bf16 batch GEMV runs on tiles, or of a few rows with bf16 weights
+    // on the units (the Matmul would widen W to f32 for them): the batch GEMV, with the bits of
+    // each row decoded alone (an f32 model at MatmulPrecision::BF16: those of its bf16 file).
+    const bool tile_prompt = prompt && tile_prompts_;
+    if (prompt && !tile_prompt && !(rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows)) {
       matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
     }
+    const kernels::WeightMatrix& w = tile_prompt ? bf16_prompt_weights(ctx) : w_;
     // One token per sequence: matrix-vector products, bound by reading the weights once (for
     // every sequence of a batch), and the bits of a sequence decoded alone. A batch's rows are
     // rounded to bf16 once, split among the threads, as q8_0's are quantized: every thread
     // rounding all of them took 8% of a step of 16 (docs/benchmarks.md).
     const RoundedInput* rounded = nullptr;
-    if (rounds_to_bf16_ && out.rows != 1) {
+    if ((rounds_to_bf16_ || tile_prompt) && out.rows != 1) {
       SharedRoundedInput& x = ctx.scratch.local<SharedRoundedInput>();
       const std::size_t stride = kernels::bf16_packed_cols(in_width_);
       x.reserve(out.rows * stride);
@@ -120,7 +126,7 @@ class LinearOp final : public Op {
     }
     parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
                     [&](std::size_t begin, std::size_t end) {
-                      gemv_rows(ctx, in, nullptr, rounded, residual, out, begin, end);
+                      gemv_rows(ctx, w, in, nullptr, rounded, residual, out, begin, end);
                     });
   }
 
@@ -132,24 +138,42 @@ class LinearOp final : public Op {
     }
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
     team_ranges(out_width_, kRowAlign, team, in_width_, [&](std::size_t begin, std::size_t end) {
-      gemv_rows(ctx, inputs[0], nullptr, nullptr, residual, out, begin, end);
+      gemv_rows(ctx, w_, inputs[0], nullptr, nullptr, residual, out, begin, end);
     });
   }
 
  private:
+  // The weights of a prompt on the tiles: bf16 ones as they are, f32 ones rounded to bf16 into a
+  // copy that the first such prompt makes (as the Matmul made its copy for oneDNN: a model that
+  // only decodes holds none).
+  const kernels::WeightMatrix& bf16_prompt_weights(const ExecContext& ctx) const {
+    if (w_.type == kernels::WeightType::BF16) return w_;
+    std::call_once(bf16_copy_once_, [&] {
+      std::vector<uint16_t> rows(out_width_ * in_width_);
+      kernels::unpack_f32_rounded_to_bf16(out_width_, in_width_, w_.f32_rows(0, in_width_),
+                                          rows.data());
+      bf16_copy_ = kernels::PackedWeights(kernels::PackedWeights::bf16_bytes(out_width_, in_width_),
+                                          ctx.n_threads);
+      bf16_copy_matrix_ = bf16_copy_.add_bf16(out_width_, in_width_, rows.data());
+    });
+    return bf16_copy_matrix_;
+  }
+
   // Output columns [begin, end) of every row, each row alone: bias, activation and residual while
-  // they are cached. quantized: q8_0 weights, the rows of `in` in 8-bit blocks already, or null;
-  // rounded: bf16 weights on the units, the rows of `in` rounded to bf16 already, or null.
-  void gemv_rows(const ExecContext& ctx, const Tensor& in, const QuantizedInput* quantized,
-                 const RoundedInput* rounded, const float* residual, const Tensor& out,
-                 std::size_t begin, std::size_t end) const {
+  // they are cached. w: w_, or the bf16 weights of a prompt on the tiles; quantized: q8_0
+  // weights, the rows of `in` in 8-bit blocks already, or null; rounded: bf16 weights on the
+  // units, the rows of `in` rounded to bf16 already, or null.
+  void gemv_rows(const ExecContext& ctx, const kernels::WeightMatrix& w_in, const Tensor& in,
+                 const QuantizedInput* quantized, const RoundedInput* rounded,
+                 const float* residual, const Tensor& out, std::size_t begin,
+                 std::size_t end) const {
     const std::size_t n = end - begin;
     const float* bias = bias_ ? bias_ + begin : nullptr;
     float* y = out.data + begin;
     const kernels::KernelTable& k = ctx.kernels;
-    switch (w_.type) {
+    switch (w_in.type) {
       case kernels::WeightType::F32: {
-        const float* w = w_.f32_rows(begin, in_width_);
+        const float* w = w_in.f32_rows(begin, in_width_);
         if (out.rows == 1) {
           k.gemv_f32(n, in_width_, w, in.data, bias, y);
         } else {
@@ -158,8 +182,8 @@ class LinearOp final : public Op {
         break;
       }
       case kernels::WeightType::BF16: {
-        const uint16_t* w = w_.bf16_rows(begin, in_width_);
-        if (rounds_to_bf16_) {
+        const uint16_t* w = w_in.bf16_rows(begin, in_width_);
+        if (rounds_to_bf16_ || rounded != nullptr) {
           // One token's row each thread rounds itself, as q8_0 quantizes it.
           const std::size_t stride = kernels::bf16_packed_cols(in_width_);
           if (rounded == nullptr) {
@@ -193,8 +217,8 @@ class LinearOp final : public Op {
           quantized = &own;
         }
         const std::size_t blocks = in_width_ / kernels::kQ8BlockSize;
-        const int8_t* wq = w_.q8_rows(begin, in_width_);
-        const float* wd = w_.q8_scales(begin, in_width_);
+        const int8_t* wq = w_in.q8_rows(begin, in_width_);
+        const float* wd = w_in.q8_scales(begin, in_width_);
         for (std::size_t r = 0; r < out.rows; r += kQ8VectorsPerPass) {
           const std::size_t rows = std::min(kQ8VectorsPerPass, out.rows - r);
           const int8_t* xq = quantized->values.data() + r * in_width_;
@@ -226,9 +250,13 @@ class LinearOp final : public Op {
   // takes its input rounded to bf16, decode and batches too (KernelTable::gemv_bf16_bf16), so
   // that a token's logits do not depend on whether it came in a prompt.
   bool rounds_to_bf16_;
-  // ... and prompts take the batch GEMV (KernelTable::bf16_batch_on_tiles).
-  bool bf16_prompts_by_gemv_;
-  std::optional<kernels::Matmul> matmul_;  // prompts of f32 weights, and of bf16 ones elsewhere
+  // Prompts of bf16 weights, and of f32 ones at MatmulPrecision::BF16, take the batch GEMV on
+  // tiles (KernelTable::bf16_batch_on_tiles) where the CPU has them.
+  bool tile_prompts_;
+  mutable std::once_flag bf16_copy_once_;
+  mutable kernels::PackedWeights bf16_copy_;  // f32 weights' copy for tile_prompts_
+  mutable kernels::WeightMatrix bf16_copy_matrix_;
+  std::optional<kernels::Matmul> matmul_;  // the other prompts of f32 and bf16 weights
 };
 
 }  // namespace

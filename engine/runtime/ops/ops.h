@@ -27,7 +27,8 @@ std::unique_ptr<Op> make_gated_residual_op();
 // as out is written. One token (per sequence) runs the GEMV of W's dtype: for q8_0, on the input
 // quantized to 8-bit blocks; more tokens run the matrix product (kernels::Matmul, at `precision`:
 // bf16 weights, and f32 ones at MatmulPrecision::BF16, on the matrix units where the CPU has
-// them; otherwise in f32, of W widened exactly).
+// them; otherwise in f32, of W widened exactly), except where the kernel table's bf16 batch GEMV
+// runs on tiles (KernelTable::bf16_batch_on_tiles): that GEMV takes those prompts.
 std::unique_ptr<Op> make_linear_op(std::size_t in_width, std::size_t out_width,
                                    kernels::WeightMatrix w, const float* bias, kernels::PostOp post,
                                    kernels::MatmulPrecision precision);
