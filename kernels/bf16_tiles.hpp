@@ -1,8 +1,8 @@
 // bf16 weights by bf16 activations on tiles of bf16 pair products: AMX's TMUL
 // (isa_avx512amx.cpp), or the same instructions emulated (emulated_tiles.h) where the CPU has
 // none, to test the kernel. gemv_bf16_bf16 and gemv_batch_bf16_bf16 (kernels.h) of the
-// avx512amx table: one vector and a batch run the same tile products, so a sequence gets the same
-// bits alone and in a batch.
+// avx512amx table: one vector, a batch and a prompt's rows (KernelTable::bf16_batch_on_tiles) run
+// the same tile products, so a sequence gets the same bits alone, in a batch and in a prompt.
 //
 // For up to 16 vectors at a time (M), per group of 16 weight rows (packed_weights.h), each chunk
 // of 32 columns is one tile product C += A B (tdpbf16ps):
@@ -17,8 +17,10 @@
 // on the vectors beside it (tested on the hardware). It is not vdpbf16ps's order (the avx512bf16
 // table): the two tables agree to the rounding of f32 sums, not bit for bit.
 //
-// Three groups per pass share each load of A: tiles 0-2 (C), 3-5 (B), 6 (A). Each group's
-// weights are prefetched 4 KB ahead of its tile loads (tile_config.h).
+// Up to 16 vectors: three groups per pass share each load of A, tiles 0-2 (C), 3-5 (B), 6 (A).
+// Blocks of 32 vectors (a prompt's rows): two A tiles by two groups' B, four C, so that each load
+// serves two products. Each group's weights are prefetched 4 KB ahead of its tile loads
+// (tile_config.h).
 #pragma once
 
 #include <algorithm>
