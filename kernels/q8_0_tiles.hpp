@@ -91,6 +91,7 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
     const std::size_t n = std::min(kQ8GroupRows, rows - r);
     const int8_t* w = wq + r * cols;  // the group's blocks, kGroupBytes each
     const float* wscale = wd + r * blocks;
+    const B bias_rows = bias ? load_lanes<A>(bias + r, n, 0.0f) : B(0.0f);
     for (std::size_t v0 = 0; v0 < n_vectors; v0 += kQ8TileVectors) {
       const int8_t* x = xq + v0 * cols;
       const float* xscale = xd + v0 * blocks;
@@ -112,7 +113,6 @@ void gemv_batch_q8_0_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
       }
       // Whole vector stores: a scalar copy of the 16 x 16 sums took a third of a group's time
       // at 16 blocks (512 columns).
-      const B bias_rows = bias ? load_lanes<A>(bias + r, n, 0.0f) : B(0.0f);
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < kQ8TileVectors; ++v) {
         store_lanes<A>(bias ? acc[v] + bias_rows : acc[v], y + (v0 + v) * y_stride + r, n);
