@@ -19,18 +19,22 @@
 //
 // Up to 16 vectors: three groups per pass share each load of A, tiles 0-2 (C), 3-5 (B), 6 (A).
 // Blocks of 32 vectors (a prompt's rows): two A tiles by two groups' B, four C, so that each load
-// serves two products. Each group's weights are prefetched 4 KB ahead of its tile loads
-// (tile_config.h).
+// serves two products; the block's activations packed in tile order, a slab of weight rows and
+// 16 chunks at a time (kBf16PromptSlabBytes), so that A is read from L1 and B from L2. The sums
+// wait in memory between blocks of chunks: a tile store and load of floats changes no bit. Each
+// group's weights are prefetched 4 KB ahead of its tile loads (tile_config.h).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
 #include "kernels/simd_partial.hpp"
+#include "kernels/thread_scratch.h"
 #include "kernels/tile_config.h"
 
 namespace aft::kernels::simd {
@@ -41,6 +45,13 @@ constexpr std::size_t kBf16TileVectors = 16;
 constexpr int kBf16TileGroups = 3;
 // A tile row: 16 pairs of bf16 (A, B) or 16 floats (C).
 constexpr std::size_t kBf16TileRowBytes = 64;
+// A prompt's blocks of 32 vectors pass over the weights a slab of rows at a time, so that a
+// slab read from memory once serves every block from L2 (Sapphire Rapids: 2 MB a core), and over
+// each slab 16 chunks at a time: the block's 16 chunks, packed (32 KB), stay in L1 (48 KB) while
+// the slab's groups stream past them. The sums of a block's groups wait in the thread's scratch
+// between the chunks.
+constexpr std::size_t kBf16PromptSlabBytes = std::size_t{1} << 20;
+constexpr std::size_t kBf16PromptChunks = 16;
 
 // The configurations for m vectors, at of[m - 1]: computed at compile time, and a built-in array,
 // so that no inline function (std::array's operator[] where a build does not inline it) is
@@ -92,32 +103,58 @@ void bf16_tile_pass(const uint16_t* w, std::size_t group_stride, std::size_t chu
   });
 }
 
-// The sums of kGroups groups by 32 vectors (two A tiles, 16 vectors each), into c: tile
-// (half h, group g) at c + (h * kGroups + g) * kTileFloats. Tiles 0-3 (C), 4-5 (A), 6-7 (B):
-// each load of A serves kGroups products and each load of B two.
+// The sums of kGroups groups by 32 vectors over `chunks` chunks, added to c (zeroed first when
+// `first`): tile (half h, group g) at c + (h * kGroups + g) * kTileFloats. The vectors' chunks
+// are packed at a, chunk after chunk, each two tiles of 16 rows of 64 bytes (pack_prompt_block).
+// Tiles 0-3 (C), 4-5 (A), 6-7 (B): each load of A serves kGroups products and each load of B two.
 template <class Tiles, int kGroups>
 void bf16_tile_block(const uint16_t* w, std::size_t group_stride, std::size_t chunks,
-                     const uint16_t* xb, std::size_t x_bytes, float* c) {
+                     const uint16_t* a, bool first, float* c) {
   constexpr int kA = 4, kB = 6;
   constexpr std::size_t kChunkValues = kBf16GroupRows * kBf16ChunkCols;
   constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
-  const auto groups = std::make_integer_sequence<int, kGroups>();
-  const uint16_t* xb_half = xb + kBf16TileVectors * x_bytes / sizeof(uint16_t);
-  for_each_tile(std::make_integer_sequence<int, 2 * kGroups>(),
-                [&](auto t) { Tiles::template zero<t>(); });
-  for (std::size_t k = 0; k < chunks; ++k) {
-    Tiles::template load<kA>(xb + k * kBf16ChunkCols, x_bytes);
-    Tiles::template load<kA + 1>(xb_half + k * kBf16ChunkCols, x_bytes);
-    for_each_tile(groups, [&](auto g) {
-      const uint16_t* chunk = w + g * group_stride + k * kChunkValues;
-      prefetch_weights_ahead<kChunkValues * sizeof(uint16_t)>(chunk);
-      Tiles::template load<kB + g>(chunk, kBf16TileRowBytes);
-      Tiles::template dpbf16ps<g, kA, kB + g>();
-      Tiles::template dpbf16ps<kGroups + g, kA + 1, kB + g>();
-    });
+  const auto c_tiles = std::make_integer_sequence<int, 2 * kGroups>();
+  if (first) {
+    for_each_tile(c_tiles, [&](auto t) { Tiles::template zero<t>(); });
+  } else {
+    for_each_tile(c_tiles,
+                  [&](auto t) { Tiles::template load<t>(c + t * kTileFloats, kBf16TileRowBytes); });
   }
-  for_each_tile(std::make_integer_sequence<int, 2 * kGroups>(),
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const uint16_t* a_chunk = a + k * 2 * kChunkValues;
+    const uint16_t* chunk = w + k * kChunkValues;
+    prefetch_weights_ahead<kChunkValues * sizeof(uint16_t)>(chunk);
+    Tiles::template load<kA>(a_chunk, kBf16TileRowBytes);
+    Tiles::template load<kB>(chunk, kBf16TileRowBytes);
+    Tiles::template dpbf16ps<0, kA, kB>();
+    if constexpr (kGroups == 2) {
+      prefetch_weights_ahead<kChunkValues * sizeof(uint16_t)>(chunk + group_stride);
+      Tiles::template load<kB + 1>(chunk + group_stride, kBf16TileRowBytes);
+      Tiles::template dpbf16ps<1, kA, kB + 1>();
+    }
+    Tiles::template load<kA + 1>(a_chunk + kChunkValues, kBf16TileRowBytes);
+    Tiles::template dpbf16ps<kGroups, kA + 1, kB>();
+    if constexpr (kGroups == 2) Tiles::template dpbf16ps<3, kA + 1, kB + 1>();
+  }
+  for_each_tile(c_tiles,
                 [&](auto t) { Tiles::template store<t>(c + t * kTileFloats, kBf16TileRowBytes); });
+}
+
+// Chunks [k0, k0 + chunks) of 32 vectors (rows x_stride values apart at xb) into a in tile order:
+// per chunk the first 16 vectors' 64 bytes, then the other 16's, so that the block's tile loads
+// read contiguous lines of L1 rather than 16 rows kilobytes apart.
+template <std::size_t kVectors>
+void pack_prompt_block(const uint16_t* xb, std::size_t x_stride, std::size_t k0, std::size_t chunks,
+                       uint16_t* a) {
+  for (std::size_t v = 0; v < kVectors; ++v) {
+    const uint16_t* row = xb + v * x_stride + k0 * kBf16ChunkCols;
+    uint16_t* to = a + (v / kBf16TileVectors) * kBf16TileVectors * kBf16ChunkCols +
+                   (v % kBf16TileVectors) * kBf16ChunkCols;
+    for (std::size_t k = 0; k < chunks; ++k) {
+      std::memcpy(to + k * kVectors * kBf16ChunkCols, row + k * kBf16ChunkCols,
+                  kBf16ChunkCols * sizeof(uint16_t));
+    }
+  }
 }
 
 constexpr TileConfig bf16_block_tile_config() {
@@ -141,6 +178,63 @@ template <class A>
   }
 }
 
+// The first n_vectors (a multiple of 32) of gemv_batch_bf16_bf16, a prompt's rows: per slab of
+// rows, per block of 32 vectors, per 16 chunks, pairs of groups (bf16_tile_block).
+template <class A, class Tiles>
+void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std::size_t n_vectors,
+                      const uint16_t* xb, std::size_t x_stride, const float* bias, float* y,
+                      std::size_t y_stride) {
+  const std::size_t packed_cols = bf16_packed_cols(cols);
+  const std::size_t chunks = packed_cols / kBf16ChunkCols;
+  const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
+  const std::size_t group_stride = kBf16GroupRows * packed_cols;
+  constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
+  constexpr std::size_t kBlockVectors = 2 * kBf16TileVectors;
+  // Groups a slab, even (pairs of groups), and no more than the matrix has: the sums' scratch.
+  const std::size_t slab = std::min(
+      groups + groups % 2,
+      std::max<std::size_t>(2, kBf16PromptSlabBytes / (group_stride * sizeof(uint16_t)) / 2 * 2));
+  const std::size_t block_chunks = std::min(chunks, kBf16PromptChunks);
+  auto* a = static_cast<uint16_t*>(
+      thread_scratch(kBlockVectors * block_chunks * kBf16ChunkCols * sizeof(uint16_t) +
+                     slab * kBf16GroupRows * kBlockVectors * sizeof(float)));
+  float* sums = reinterpret_cast<float*>(a + kBlockVectors * block_chunks * kBf16ChunkCols);
+  static constexpr TileConfig kBlockConfig = bf16_block_tile_config();
+  Tiles::configure(kBlockConfig);
+  for (std::size_t s0 = 0; s0 < groups; s0 += slab) {
+    const std::size_t s1 = std::min(groups, s0 + slab);
+    for (std::size_t v0 = 0; v0 < n_vectors; v0 += kBlockVectors) {
+      const uint16_t* x = xb + v0 * x_stride;
+      for (std::size_t k0 = 0; k0 < chunks; k0 += block_chunks) {
+        const std::size_t kc = std::min(block_chunks, chunks - k0);
+        pack_prompt_block<kBlockVectors>(x, x_stride, k0, kc, a);
+        for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
+          const uint16_t* wg = w + g0 * group_stride + k0 * kBf16GroupRows * kBf16ChunkCols;
+          float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
+          if (s1 - g0 >= 2) {
+            bf16_tile_block<Tiles, 2>(wg, group_stride, kc, a, k0 == 0, c);
+          } else {
+            bf16_tile_block<Tiles, 1>(wg, group_stride, kc, a, k0 == 0, c);
+          }
+        }
+      }
+      for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
+        const std::size_t pass = std::min<std::size_t>(2, s1 - g0);
+        const float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
+        for (std::size_t h = 0; h < 2; ++h) {
+          for (std::size_t g = 0; g < pass; ++g) {
+            const std::size_t r0 = (g0 + g) * kBf16GroupRows;
+            store_group_sums<A>(c + (h * pass + g) * kTileFloats, kBf16TileVectors, r0,
+                                std::min(kBf16GroupRows, rows - r0), bias,
+                                y + (v0 + h * kBf16TileVectors) * y_stride, y_stride);
+          }
+        }
+      }
+    }
+  }
+  Tiles::release();
+}
+
 // gemv_batch_bf16_bf16 (kernels.h): blocks of 32 vectors by pairs of groups (a prompt's rows),
 // then the rest 16 vectors at a time by three groups. Every sum is the same chain of tile
 // products, so the bits do not depend on which way a vector went.
@@ -153,36 +247,9 @@ void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w
   const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
   const std::size_t group_stride = kBf16GroupRows * packed_cols;
   const std::size_t x_bytes = x_stride * sizeof(uint16_t);
-  constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
-  constexpr std::size_t kBlockVectors = 2 * kBf16TileVectors;
-  alignas(64) float c[kTiles / 2][kTileFloats];
-  std::size_t v0 = 0;
-  if (n_vectors >= kBlockVectors) {
-    static constexpr TileConfig kBlockConfig = bf16_block_tile_config();
-    Tiles::configure(kBlockConfig);
-    for (; v0 + kBlockVectors <= n_vectors; v0 += kBlockVectors) {
-      const uint16_t* x = xb + v0 * x_stride;
-      for (std::size_t g0 = 0; g0 < groups; g0 += 2) {
-        const int pass = groups - g0 >= 2 ? 2 : 1;
-        if (pass == 2) {
-          bf16_tile_block<Tiles, 2>(w + g0 * group_stride, group_stride, chunks, x, x_bytes,
-                                    &c[0][0]);
-        } else {
-          bf16_tile_block<Tiles, 1>(w + g0 * group_stride, group_stride, chunks, x, x_bytes,
-                                    &c[0][0]);
-        }
-        for (int h = 0; h < 2; ++h) {
-          for (int g = 0; g < pass; ++g) {
-            const std::size_t r0 = (g0 + g) * kBf16GroupRows;
-            store_group_sums<A>(c[h * pass + g], kBf16TileVectors, r0,
-                                std::min(kBf16GroupRows, rows - r0), bias,
-                                y + (v0 + h * kBf16TileVectors) * y_stride, y_stride);
-          }
-        }
-      }
-    }
-    Tiles::release();
-  }
+  std::size_t v0 = n_vectors - n_vectors % (2 * kBf16TileVectors);
+  if (v0 > 0) bf16_tile_prompt<A, Tiles>(rows, cols, w, v0, xb, x_stride, bias, y, y_stride);
+  alignas(64) float c[kBf16TileGroups][kBf16TileVectors * kBf16GroupRows];
   static constexpr Bf16TileConfigs kConfigs = bf16_tile_configs();
   for (; v0 < n_vectors; v0 += kBf16TileVectors) {
     const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
