@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 #include <xsimd/xsimd.hpp>
 
@@ -142,17 +141,21 @@ void bf16_tile_block(const uint16_t* w, std::size_t group_stride, std::size_t ch
 
 // Chunks [k0, k0 + chunks) of 32 vectors (rows x_stride values apart at xb) into a in tile order:
 // per chunk the first 16 vectors' 64 bytes, then the other 16's, so that the block's tile loads
-// read contiguous lines of L1 rather than 16 rows kilobytes apart.
-template <std::size_t kVectors>
+// read contiguous lines of L1 rather than 16 rows kilobytes apart. A chunk of a vector is one
+// batch of A.
+template <class A>
 void pack_prompt_block(const uint16_t* xb, std::size_t x_stride, std::size_t k0, std::size_t chunks,
                        uint16_t* a) {
+  using Chunk = xsimd::batch<uint16_t, A>;
+  static_assert(Chunk::size == kBf16ChunkCols, "a vector's chunk is one batch");
+  constexpr std::size_t kVectors = 2 * kBf16TileVectors;
   for (std::size_t v = 0; v < kVectors; ++v) {
     const uint16_t* row = xb + v * x_stride + k0 * kBf16ChunkCols;
     uint16_t* to = a + (v / kBf16TileVectors) * kBf16TileVectors * kBf16ChunkCols +
                    (v % kBf16TileVectors) * kBf16ChunkCols;
     for (std::size_t k = 0; k < chunks; ++k) {
-      std::memcpy(to + k * kVectors * kBf16ChunkCols, row + k * kBf16ChunkCols,
-                  kBf16ChunkCols * sizeof(uint16_t));
+      Chunk::load_unaligned(row + k * kBf16ChunkCols)
+          .store_aligned(to + k * kVectors * kBf16ChunkCols);
     }
   }
 }
@@ -207,7 +210,7 @@ void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std
       const uint16_t* x = xb + v0 * x_stride;
       for (std::size_t k0 = 0; k0 < chunks; k0 += block_chunks) {
         const std::size_t kc = std::min(block_chunks, chunks - k0);
-        pack_prompt_block<kBlockVectors>(x, x_stride, k0, kc, a);
+        pack_prompt_block<A>(x, x_stride, k0, kc, a);
         for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
           const uint16_t* wg = w + g0 * group_stride + k0 * kBf16GroupRows * kBf16ChunkCols;
           float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
