@@ -214,22 +214,21 @@ void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std
         for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
           const uint16_t* wg = w + g0 * group_stride + k0 * kBf16GroupRows * kBf16ChunkCols;
           float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
-          if (s1 - g0 >= 2) {
+          const std::size_t pass = std::min<std::size_t>(2, s1 - g0);
+          if (pass == 2) {
             bf16_tile_block<Tiles, 2>(wg, group_stride, kc, a, k0 == 0, c);
           } else {
             bf16_tile_block<Tiles, 1>(wg, group_stride, kc, a, k0 == 0, c);
           }
-        }
-      }
-      for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
-        const std::size_t pass = std::min<std::size_t>(2, s1 - g0);
-        const float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
-        for (std::size_t h = 0; h < 2; ++h) {
-          for (std::size_t g = 0; g < pass; ++g) {
-            const std::size_t r0 = (g0 + g) * kBf16GroupRows;
-            store_group_sums<A>(c + (h * pass + g) * kTileFloats, kBf16TileVectors, r0,
-                                std::min(kBf16GroupRows, rows - r0), bias,
-                                y + (v0 + h * kBf16TileVectors) * y_stride, y_stride);
+          if (k0 + kc < chunks) continue;
+          // The pair's last chunks: its sums leave now, while the next pair's products run.
+          for (std::size_t h = 0; h < 2; ++h) {
+            for (std::size_t g = 0; g < pass; ++g) {
+              const std::size_t r0 = (g0 + g) * kBf16GroupRows;
+              store_group_sums<A>(c + (h * pass + g) * kTileFloats, kBf16TileVectors, r0,
+                                  std::min(kBf16GroupRows, rows - r0), bias,
+                                  y + (v0 + h * kBf16TileVectors) * y_stride, y_stride);
+            }
           }
         }
       }
