@@ -20,7 +20,8 @@
 // Up to 16 vectors: three groups per pass share each load of A, tiles 0-2 (C), 3-5 (B), 6 (A).
 // Blocks of 32 vectors (a prompt's rows): two A tiles by two groups' B, four C, so that each load
 // serves two products; the block's activations packed in tile order, a slab of weight rows and
-// 16 chunks at a time (kBf16PromptSlabBytes), so that A is read from L1 and B from L2. The sums
+// 16 chunks at a time (kBf16PromptSlabBytes, kBf16PromptChunks), so that A is read from L1 and B
+// from L2; each pair of groups stores its sums while the next pair's products run. The sums
 // wait in memory between blocks of chunks: a tile store and load of floats changes no bit. Each
 // group's weights are prefetched 4 KB ahead of its tile loads (tile_config.h).
 #pragma once

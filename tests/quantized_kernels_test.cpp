@@ -798,33 +798,29 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16BatchHasTheBitsOfGemv) {
 
 // A prompt large enough that the tile kernel's blocks of 32 vectors pass over two slabs of rows
 // (the second of an odd count of groups) and four blocks of chunks, the last one short
-// (bf16_tiles.hpp): each vector still gets the bits of the GEMV, on this table and on the tiles
-// emulated where the CPU can run them.
-TEST_P(QuantizedIsaTest, GemvBf16Bf16PromptCrossesSlabsAndChunkBlocks) {
+// (bf16_tiles.hpp): each vector still gets the bits `batch` gives it alone.
+void expect_prompt_rows_have_the_bits_of_one_vector(GemvBatchBf16Bf16 batch,
+                                                    const KernelTable& ref) {
   const std::size_t rows = 300, cols = 2000, vectors = 67;
   const std::size_t x_stride = bf16_packed_cols(cols), y_stride = rows + 5;
   const auto w = pack(rows, cols, random_bf16(rows * cols, 67));
-  const auto xb = rounded(ref(), random_vector(vectors * cols, -1.0f, 1.0f, 68), cols, vectors);
+  const auto xb = rounded(ref, random_vector(vectors * cols, -1.0f, 1.0f, 68), cols, vectors);
   const auto bias = random_vector(rows, -1.0f, 1.0f, 69);
-  std::vector<GemvBatchBf16Bf16> batches = {k().gemv_batch_bf16_bf16};
-#if defined(__x86_64__)
-  if (emulated_tiles_gemv_batch_bf16_bf16() != nullptr) {
-    batches.push_back(emulated_tiles_gemv_batch_bf16_bf16());
-  }
-#endif
-  for (const GemvBatchBf16Bf16 batch : batches) {
-    std::vector<float> y(vectors * y_stride + 16, kGuard);
-    batch(rows, cols, w.data(), vectors, xb.data(), x_stride, bias.data(), y.data(), y_stride);
-    for (std::size_t v = 0; v < vectors; ++v) {
-      std::vector<float> alone(rows);
-      batch(rows, cols, w.data(), 1, &xb[v * x_stride], 0, bias.data(), alone.data(), 0);
-      for (std::size_t r = 0; r < rows; ++r) {
-        ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
-            << "vector " << v << " of " << vectors << ", row " << r;
-      }
+  std::vector<float> y(vectors * y_stride + 16, kGuard);
+  batch(rows, cols, w.data(), vectors, xb.data(), x_stride, bias.data(), y.data(), y_stride);
+  for (std::size_t v = 0; v < vectors; ++v) {
+    std::vector<float> alone(rows);
+    batch(rows, cols, w.data(), 1, &xb[v * x_stride], 0, bias.data(), alone.data(), 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(to_bits(y[v * y_stride + r]), to_bits(alone[r]))
+          << "vector " << v << " of " << vectors << ", row " << r;
     }
-    for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
   }
+  for (std::size_t i = vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+}
+
+TEST_P(QuantizedIsaTest, GemvBf16Bf16PromptCrossesSlabsAndChunkBlocks) {
+  expect_prompt_rows_have_the_bits_of_one_vector(k().gemv_batch_bf16_bf16, ref());
 }
 
 // vdpbf16ps (the avx512bf16 table) computes what the other tables emulate with FMAs: the avx512
@@ -899,6 +895,13 @@ TEST(QuantizedDispatch, EmulatedTilesHaveTheBitsOfTheVnniGemv) {
       }
     }
   }
+}
+
+// The tile kernel's prompt blocks over slabs and blocks of chunks, on the tiles emulated.
+TEST(QuantizedDispatch, EmulatedBf16TilesPromptCrossesSlabsAndChunkBlocks) {
+  const GemvBatchBf16Bf16 tiles = emulated_tiles_gemv_batch_bf16_bf16();
+  if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
+  expect_prompt_rows_have_the_bits_of_one_vector(tiles, scalar_kernels());
 }
 
 // The bf16 tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h). Each sum is
