@@ -1,5 +1,6 @@
 // The AFT state's channel-blocked rows (models/aft/channel_blocked_rows.h): where each channel of a
-// row lives, and that growing keeps the rows already stored.
+// row lives, that growing keeps the rows already stored and zeroes the others, where the memory
+// lies, and how many rows a layer's state grows to (MixerState::rows_for).
 #include "models/aft/channel_blocked_rows.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/huge_page_buffer.h"
+#include "models/aft/session_state.h"
 
 namespace aft {
 namespace {
@@ -53,6 +57,66 @@ TEST(ChannelBlockedRows, GrowingKeepsStoredRows) {
   expect_numbered(rows, 3);
   for (std::size_t r = 3; r < 7; ++r) rows.store(r, numbered_row(r, kWidth).data());
   expect_numbered(rows, 7);
+}
+
+TEST(ChannelBlockedRows, NewRowsAreZero) {
+  constexpr std::size_t kWidth = 200;
+  ChannelBlockedRows rows;
+  rows.resize(2, kWidth);
+  for (std::size_t r = 0; r < 2; ++r) rows.store(r, numbered_row(r, kWidth).data());
+  // 2 MiB and more: the huge-page path of its allocator.
+  const std::size_t grown = kernels::kHugePageBytes / ChannelBlockedRows::row_bytes(kWidth) + 5;
+  rows.resize(grown, kWidth);
+  expect_numbered(rows, 2);
+  for (std::size_t block = 0; block < rows.blocks(); ++block) {
+    for (std::size_t r = 2; r < grown; ++r) {
+      for (std::size_t c = 0; c < ChannelBlockedRows::kBlock; ++c) {
+        ASSERT_EQ(rows.row(r, block)[c], 0.0f) << "row " << r << ", block " << block;
+      }
+    }
+  }
+}
+
+// From 2 MiB on an array starts at a 2 MiB boundary (its whole 2 MiB pages can be huge ones);
+// smaller ones at a cache line.
+TEST(ChannelBlockedRows, LargeArraysStartOnA2MiBBoundary) {
+  for (const std::size_t floats :
+       {std::size_t{1000}, kernels::kHugePageBytes / sizeof(float) - 16,
+        kernels::kHugePageBytes / sizeof(float), 3 * kernels::kHugePageBytes / sizeof(float) + 7}) {
+    std::vector<float, kernels::HugePageAllocator<float>> array(floats, 1.0f);
+    const auto address = reinterpret_cast<std::uintptr_t>(array.data());
+    const std::size_t alignment =
+        floats * sizeof(float) >= kernels::kHugePageBytes ? kernels::kHugePageBytes : 64;
+    EXPECT_EQ(address % alignment, 0u) << floats << " floats";
+    EXPECT_EQ(array.back(), 1.0f);
+  }
+}
+
+// A state of d channels whose keys have `had` rows, up to `capacity`.
+MixerState state_with_rows(std::size_t d, std::size_t had, std::size_t capacity) {
+  MixerState state;
+  state.m.resize(d);
+  state.keys.resize(had, d);
+  state.capacity = capacity;
+  return state;
+}
+
+TEST(MixerStateRows, GrowByDoublingAndFromHalfA2MiBPageToWholePages) {
+  // d = 512: 2 KiB a row, a 2 MiB page holds 1024.
+  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(10), 10u);
+  EXPECT_EQ(state_with_rows(512, 200, 4096).rows_for(300), 400u);  // doubled, 800 KiB
+  EXPECT_EQ(state_with_rows(512, 200, 4096).rows_for(150), 200u);  // never fewer
+  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(512), 1024u);   // 1 MiB: a whole page
+  EXPECT_EQ(state_with_rows(512, 300, 4096).rows_for(301), 1024u);
+  EXPECT_EQ(state_with_rows(512, 1024, 4096).rows_for(1025), 2048u);
+  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(1500), 2048u);
+  EXPECT_EQ(state_with_rows(512, 0, 700).rows_for(512), 700u);  // the capacity
+  EXPECT_EQ(state_with_rows(512, 0, 700).rows_for(5000), 700u);
+  // d = 768: 3 KiB a row, which 2 MiB is no multiple of: the rows that fit.
+  EXPECT_EQ(state_with_rows(768, 0, 4096).rows_for(400), 682u);
+  // d = 100, two blocks: 512 bytes a row.
+  EXPECT_EQ(state_with_rows(100, 0, 100000).rows_for(2048), 4096u);
+  EXPECT_EQ(state_with_rows(100, 0, 100000).rows_for(2047), 2047u);
 }
 
 }  // namespace

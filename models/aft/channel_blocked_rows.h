@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
-#include "engine/format/aligned_buffer.h"
+#include "kernels/huge_page_buffer.h"
 
 namespace aft {
 
@@ -22,6 +23,10 @@ class ChannelBlockedRows {
   static constexpr std::size_t kBlock = 64;
 
   static std::size_t blocks_of(std::size_t width) { return (width + kBlock - 1) / kBlock; }
+  // The memory a row of width channels takes (its blocks' rows).
+  static std::size_t row_bytes(std::size_t width) {
+    return blocks_of(width) * kBlock * sizeof(float);
+  }
   // Channels of block `block` of a width-channel row: kBlock, or fewer for the last one.
   static std::size_t block_width(std::size_t width, std::size_t block) {
     return std::min(kBlock, width - block * kBlock);
@@ -69,7 +74,8 @@ class ChannelBlockedRows {
   }
 
  private:
-  AlignedFloats data_;
+  // On 2 MiB pages from 2 MiB on: a prefill's first touch of its new rows is a fault per page.
+  std::vector<float, kernels::HugePageAllocator<float>> data_;
   std::size_t rows_ = 0, width_ = 0;
 };
 

@@ -21,7 +21,14 @@ std::size_t MixerState::rows_for(int64_t positions) const {
   const std::size_t needed =
       std::min(capacity, static_cast<std::size_t>(std::max<int64_t>(positions, 0)));
   if (had >= needed) return had;
-  return std::min(capacity, std::max(needed, 2 * had));
+  std::size_t rows = std::max(needed, 2 * had);
+  // From half a 2 MiB page on, whole pages (ChannelBlockedRows' memory): a page's first touch is
+  // one fault, where 4 KiB pages take 512.
+  const std::size_t row_bytes = ChannelBlockedRows::row_bytes(m.size());
+  constexpr std::size_t kPage = kernels::kHugePageBytes;
+  if (2 * rows * row_bytes >= kPage)
+    rows = (rows * row_bytes + kPage - 1) / kPage * kPage / row_bytes;
+  return std::min(capacity, rows);
 }
 
 }  // namespace aft
