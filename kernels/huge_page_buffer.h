@@ -8,7 +8,8 @@
 //
 // HugePageAllocator: the same for arrays that grow (a session's AFT-full rows). There the reason is
 // the first touch: a 4 KiB page costs a fault each, measured at 3.5 us on a paravirtual guest (36
-// MB of new rows: 125 ms on 4 KiB pages, 4-6 ms on 2 MiB ones; docs/benchmarks.md).
+// MB of new rows: 125 ms on 4 KiB pages, 4-6 ms on 2 MiB ones; docs/benchmarks.md). Freed arrays of
+// 2 MiB and more serve the next allocation of their size (huge_page_buffer.cpp: KeptArrays).
 #pragma once
 
 #include <cstddef>
@@ -35,9 +36,10 @@ class HugePageBuffer {
   std::size_t size_ = 0;
 };
 
-// Through the replaceable aligned operator new (it throws std::bad_alloc; a test can make it
-// fail): 2 MiB-aligned from 2 MiB on, the whole 2 MiB pages of it advised to be huge ones (the
-// tail, under 2 MiB, stays on 4 KiB pages: nothing is rounded up), else 64-byte aligned.
+// A kept array of that size, else through the replaceable aligned operator new (it throws
+// std::bad_alloc; a test can make it fail): 2 MiB-aligned from 2 MiB on, the whole 2 MiB pages of
+// it advised to be huge ones (the tail, under 2 MiB, stays on 4 KiB pages: nothing is rounded up),
+// else 64-byte aligned.
 void* allocate_on_huge_pages(std::size_t bytes);
 void free_on_huge_pages(void* p, std::size_t bytes) noexcept;
 

@@ -92,6 +92,20 @@ TEST(ChannelBlockedRows, LargeArraysStartOnA2MiBBoundary) {
   }
 }
 
+// An array of 2 MiB or more, freed, is what the next allocation of its size gets (its pages are in
+// memory already); another size gets other memory.
+TEST(ChannelBlockedRows, AFreedLargeArrayServesTheNextOfItsSize) {
+  constexpr std::size_t kBytes = 3 * kernels::kHugePageBytes;
+  void* first = kernels::allocate_on_huge_pages(kBytes);
+  kernels::free_on_huge_pages(first, kBytes);
+  void* other = kernels::allocate_on_huge_pages(kBytes + 4096);
+  void* again = kernels::allocate_on_huge_pages(kBytes);
+  EXPECT_EQ(again, first);
+  EXPECT_NE(other, first);
+  kernels::free_on_huge_pages(other, kBytes + 4096);
+  kernels::free_on_huge_pages(again, kBytes);
+}
+
 // A state of d channels whose keys have `had` rows, up to `capacity`.
 MixerState state_with_rows(std::size_t d, std::size_t had, std::size_t capacity) {
   MixerState state;
