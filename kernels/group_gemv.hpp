@@ -104,6 +104,10 @@ struct GroupBlocks {
   // cache; SSE2 the same from memory and 12% slower in cache (a prefetch step per column of 4-lane
   // work).
   static constexpr bool kPrefetchNext = kLanes >= 8;
+  // Whether f32 prompts take this kernel (KernelTable::f32_prompts_on_batch_gemv). Measured on a
+  // Zen 5, enwik8-local pp512 against oneDNN 2.6's sgemm at the same ISA: AVX-512 1.13-1.18x at 1
+  // thread, AVX2 level with it; SSE2, whose blocks hold 2 vectors, half its speed.
+  static constexpr bool kTakesPrompts = kLanes >= 8;
 };
 
 // G groups from the group at w (rows [0, rows) of them written, rows <= 16 G) for V vectors: x of

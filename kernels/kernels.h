@@ -26,6 +26,11 @@ struct KernelTable {
   void (*gemv_batch_f32)(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
                          const float* x, std::size_t x_stride, const float* bias, float* y,
                          std::size_t y_stride);
+  // Whether a prompt's products of f32 weights take gemv_batch_f32, its rows as a batch's: where
+  // that kernel multiplies them at least as fast as oneDNN's sgemm over an unpacked copy of the
+  // weights (AVX-512 and AVX2; docs/benchmarks.md), and each row then gets the bits it gets
+  // decoded alone. Elsewhere prompts take oneDNN (kernels::Matmul).
+  bool f32_prompts_on_batch_gemv;
 
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta over n values (biased variance, as
   // PyTorch).

@@ -499,6 +499,9 @@ std::string matmul_description() {
   constexpr std::size_t kWidth = 512;
   const std::vector<float> w(kWidth * kWidth, 0.0f);
   const dnnl_version_t* v = dnnl_version();
+  const std::string f32 = active_kernels().f32_prompts_on_batch_gemv
+                              ? "f32 weights on aft's batch GEMV instead"
+                              : "f32 weights on it";
   const std::string bf16 = matrix_units().empty() ? "bf16 weights widened to f32"
                                                   : "bf16 weights on " + matrix_units() + " (M > " +
                                                         std::to_string(kMatmulRuntimeRows) + ")";
@@ -508,7 +511,7 @@ std::string matmul_description() {
          Matmul(kWidth, kWidth, WeightMatrix(WeightType::F32, w.data(), nullptr), nullptr,
                 PostOp::None)
              .implementation() +
-         "; " + bf16;
+         "; " + f32 + "; " + bf16;
 }
 
 }  // namespace aft::kernels

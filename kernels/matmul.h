@@ -95,8 +95,9 @@ class Matmul {
   std::unique_ptr<Impl> impl_;
 };
 
-// The library and what it runs for the products of a d = 512 model, e.g. "oneDNN 2.6.3,
-// 128-column blocks, one thread each: gemm:jit (M <= 8), brg:avx512_core (M > 8)". For reports.
+// The library and what it runs for the products of a d = 512 model, and which weights take it, e.g.
+// "oneDNN 2.6.3, 128-column blocks, one thread each: gemm:jit (M <= 8), brg:avx512_core (M > 8);
+// f32 weights on aft's batch GEMV instead; bf16 weights widened to f32". For reports.
 std::string matmul_description();
 
 }  // namespace aft::kernels

@@ -278,6 +278,7 @@ constexpr KernelTable kScalar{
     "scalar",
     gemv<float>,
     gemv_batch<float>,
+    false,
     layer_norm_f32,
     aft_accumulate_f32,
     aft_accumulate_biased_f32,

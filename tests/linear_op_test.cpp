@@ -1,12 +1,13 @@
-// The linear op (engine/runtime/ops/linear_op.cpp). On q8_0 weights: a prompt's rows go through the
-// integer GEMV kernels as a batch's, so every row of a prompt gets the bits it gets fed alone (a
-// decoded token), with bias, activation and residual, on any thread count. The shapes are wide
-// enough for 2 and 3 threads to split the rows, and the prompt longer than the rows that pass the
-// kernel at once (128).
+// The linear op (engine/runtime/ops/linear_op.cpp). On q8_0 weights, and on f32 ones where the
+// table's f32 batch GEMV takes prompts: a prompt's rows go through the GEMV kernels as a batch's,
+// so every row of a prompt gets the bits it gets fed alone (a decoded token), with bias,
+// activation and residual, on any thread count. The shapes are wide enough for 2 and 3 threads to
+// split the rows, and the prompt longer than the rows that pass the kernel at once (128).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/runtime/ops/ops.h"
@@ -36,31 +37,27 @@ std::vector<float> run(const Op& op, const float* x, std::size_t rows, std::size
   return y;
 }
 
-TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
-  constexpr std::size_t kIn = 96, kOut = 200, kRows = 300;
-  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 1);
-  const std::vector<float> x = random_vector(kRows * kIn, -2.0f, 2.0f, 2);
+// A prompt of kRows rows through `packed` (kOut x in), each row against the same row fed alone,
+// with and without gelu and a residual, on 1 to 3 threads.
+constexpr std::size_t kOut = 200, kRows = 300;
+void expect_prompt_rows_as_fed_alone(const kernels::WeightMatrix& packed, std::size_t in) {
+  const std::vector<float> x = random_vector(kRows * in, -2.0f, 2.0f, 2);
   const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 3);
   const std::vector<float> residual = random_vector(kRows * kOut, -1.0f, 1.0f, 4);
-  std::vector<int8_t> quants(w.size());
-  std::vector<float> scales(w.size() / kernels::kQ8BlockSize);
-  kernels::active_kernels().quantize_q8_0(w.size(), w.data(), quants.data(), scales.data());
-  kernels::PackedWeights room(kernels::PackedWeights::q8_0_bytes(kOut, kIn));
-  const kernels::WeightMatrix packed = room.add_q8_0(kOut, kIn, quants.data(), scales.data());
   for (kernels::PostOp post : {kernels::PostOp::None, kernels::PostOp::Gelu}) {
     const std::unique_ptr<Op> op =
-        make_linear_op(kIn, kOut, packed, bias.data(), post, kernels::MatmulPrecision::F32);
+        make_linear_op(in, kOut, packed, bias.data(), post, kernels::MatmulPrecision::F32);
     Scratch scratch;
     for (const float* skip : {static_cast<const float*>(nullptr), residual.data()}) {
       std::vector<float> alone;
       for (std::size_t r = 0; r < kRows; ++r) {
-        const std::vector<float> row = run(*op, x.data() + r * kIn, 1, kIn, kOut,
-                                           skip ? skip + r * kOut : nullptr, 1, scratch);
+        const std::vector<float> row =
+            run(*op, x.data() + r * in, 1, in, kOut, skip ? skip + r * kOut : nullptr, 1, scratch);
         alone.insert(alone.end(), row.begin(), row.end());
       }
       for (int threads : {1, 2, 3}) {
         const std::vector<float> prompt =
-            run(*op, x.data(), kRows, kIn, kOut, skip, threads, scratch);
+            run(*op, x.data(), kRows, in, kOut, skip, threads, scratch);
         for (std::size_t i = 0; i < prompt.size(); ++i) {
           ASSERT_EQ(prompt[i], alone[i]) << threads << " threads, row " << i / kOut << ", column "
                                          << i % kOut << (skip ? ", with a residual" : "")
@@ -69,6 +66,32 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
       }
     }
   }
+}
+
+TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
+  constexpr std::size_t kIn = 96;
+  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 1);
+  std::vector<int8_t> quants(w.size());
+  std::vector<float> scales(w.size() / kernels::kQ8BlockSize);
+  kernels::active_kernels().quantize_q8_0(w.size(), w.data(), quants.data(), scales.data());
+  kernels::PackedWeights room(kernels::PackedWeights::q8_0_bytes(kOut, kIn));
+  expect_prompt_rows_as_fed_alone(room.add_q8_0(kOut, kIn, quants.data(), scales.data()), kIn);
+}
+
+// f32 weights, where the table's f32 batch GEMV takes prompts (KernelTable::
+// f32_prompts_on_batch_gemv); elsewhere they take oneDNN, and the products' description says which.
+TEST(LinearOp, F32PromptRowsOnTheBatchGemvHaveTheBitsOfTokensFedAlone) {
+  const kernels::KernelTable& k = kernels::active_kernels();
+  const std::string matmul = kernels::matmul_description();
+  if (!k.f32_prompts_on_batch_gemv) {
+    EXPECT_NE(matmul.find("f32 weights on it"), std::string::npos) << matmul;
+    GTEST_SKIP() << "skipped: the " << k.isa << " table's f32 prompts take oneDNN";
+  }
+  EXPECT_NE(matmul.find("f32 weights on aft's batch GEMV"), std::string::npos) << matmul;
+  constexpr std::size_t kIn = 100;  // no multiple of a vector register's lanes
+  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 1);
+  kernels::PackedWeights room(kernels::PackedWeights::f32_bytes(kOut, kIn));
+  expect_prompt_rows_as_fed_alone(room.add_f32(kOut, kIn, w.data()), kIn);
 }
 
 // bf16 weights where the CPU has matrix units: a token's products take its row rounded to bf16

@@ -14,10 +14,12 @@ namespace {
 
 // Output rows per thread range start at multiples of this (see parallel.h).
 constexpr std::size_t kRowAlign = 64;
-// Input rows a q8_0 product takes through the integer kernel at once: their 8-bit blocks stay in
-// cache while the panels of weight rows pass (256 KB at 2048 columns; a 512-token prompt's would
-// be 1 MB). Measured on a Zen 4 (1 MB L2), enwik8 pp512: 16 rows 6-9% slower, 64 to 512 within 3%.
-constexpr std::size_t kQ8VectorsPerPass = 128;
+// Input rows a prompt's product takes through the batch GEMV at once: they stay in cache while the
+// panels of weight rows pass (at 2048 columns 256 KB of q8_0 blocks, 1 MB of f32; a 512-token
+// prompt's would be 1 MB and 4 MB). Measured on a Zen 4 (1 MB L2), enwik8 q8_0 pp512: 16 rows
+// 6-9% slower, 64 to 512 within 3%; on a Zen 5 (1 MB L2), enwik8 f32 pp512 at 1 thread: 16 rows
+// 15% slower than 128, 32 and 64 3-5%, all 512 at once 12%.
+constexpr std::size_t kVectorsPerPass = 128;
 // Work units (parallel.h) of quantizing one value, or rounding it to bf16: 0.18 ns on a Zen 4,
 // where a multiply-add of the f32 GEMV takes 0.02. At one unit a value a batch of 16 rows of 512
 // stayed on one thread while the others waited (measured: 12% of the calling thread's time).
@@ -69,7 +71,10 @@ class LinearOp final : public Op {
             !kernels::matrix_units().empty() && runtime_kernels().bf16_batch_on_tiles &&
             (w.type == kernels::WeightType::BF16 ||
              (w.type == kernels::WeightType::F32 && precision == kernels::MatmulPrecision::BF16))),
-        matmul_(w.type == kernels::WeightType::Q8_0 || tile_prompts_
+        f32_prompts_on_gemv_(
+            w.type == kernels::WeightType::F32 && runtime_kernels().f32_prompts_on_batch_gemv &&
+            !(precision == kernels::MatmulPrecision::BF16 && !kernels::matrix_units().empty())),
+        matmul_(w.type == kernels::WeightType::Q8_0 || tile_prompts_ || f32_prompts_on_gemv_
                     ? std::nullopt
                     : std::make_optional<kernels::Matmul>(in_width, out_width, w, bias, post,
                                                           kernels::matmul_machine_blocks(),
@@ -99,11 +104,13 @@ class LinearOp final : public Op {
       return;
     }
     const bool prompt = out.rows != 1 && ctx.one_sequence();
-    // A prompt on a table whose bf16 batch GEMV runs on tiles, or of a few rows with bf16 weights
-    // on the units (the Matmul would widen W to f32 for them): the batch GEMV, with the bits of
-    // each row decoded alone (an f32 model at MatmulPrecision::BF16: those of its bf16 file).
+    // A prompt on a table whose bf16 batch GEMV runs on tiles, of a few rows with bf16 weights on
+    // the units (the Matmul would widen W to f32 for them), or of f32 weights on a table whose
+    // f32 batch GEMV takes prompts: the batch GEMV, with the bits of each row decoded alone (an
+    // f32 model at MatmulPrecision::BF16 on tiles: those of its bf16 file).
     const bool tile_prompt = prompt && tile_prompts_;
-    if (prompt && !tile_prompt && !(rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows)) {
+    if (prompt && !tile_prompt && !f32_prompts_on_gemv_ &&
+        !(rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows)) {
       matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
@@ -176,8 +183,12 @@ class LinearOp final : public Op {
         const float* w = w_in.f32_rows(begin, in_width_);
         if (out.rows == 1) {
           k.gemv_f32(n, in_width_, w, in.data, bias, y);
-        } else {
-          k.gemv_batch_f32(n, in_width_, w, out.rows, in.data, in_width_, bias, y, out_width_);
+          break;
+        }
+        for (std::size_t r = 0; r < out.rows; r += kVectorsPerPass) {
+          const std::size_t rows = std::min(kVectorsPerPass, out.rows - r);
+          k.gemv_batch_f32(n, in_width_, w, rows, in.row(r), in_width_, bias, out.row(r) + begin,
+                           out_width_);
         }
         break;
       }
@@ -219,8 +230,8 @@ class LinearOp final : public Op {
         const std::size_t blocks = in_width_ / kernels::kQ8BlockSize;
         const int8_t* wq = w_in.q8_rows(begin, in_width_);
         const float* wd = w_in.q8_scales(begin, in_width_);
-        for (std::size_t r = 0; r < out.rows; r += kQ8VectorsPerPass) {
-          const std::size_t rows = std::min(kQ8VectorsPerPass, out.rows - r);
+        for (std::size_t r = 0; r < out.rows; r += kVectorsPerPass) {
+          const std::size_t rows = std::min(kVectorsPerPass, out.rows - r);
           const int8_t* xq = quantized->values.data() + r * in_width_;
           const float* xd = quantized->scales.data() + r * blocks;
           if (rows == 1) {
@@ -253,6 +264,9 @@ class LinearOp final : public Op {
   // Prompts of bf16 weights, and of f32 ones at MatmulPrecision::BF16, take the batch GEMV on
   // tiles (KernelTable::bf16_batch_on_tiles) where the CPU has them.
   bool tile_prompts_;
+  // Prompts of f32 weights multiplied in f32 take the f32 batch GEMV
+  // (KernelTable::f32_prompts_on_batch_gemv) where the table says so.
+  bool f32_prompts_on_gemv_;
   mutable std::once_flag bf16_copy_once_;
   mutable kernels::PackedWeights bf16_copy_;  // f32 weights' copy for tile_prompts_
   mutable kernels::WeightMatrix bf16_copy_matrix_;
