@@ -18,7 +18,7 @@ constexpr std::size_t kRowAlign = 64;
 // panels of weight rows pass (at 2048 columns 256 KB of q8_0 blocks, 1 MB of f32; a 512-token
 // prompt's would be 1 MB and 4 MB). Measured on a Zen 4 (1 MB L2), enwik8 q8_0 pp512: 16 rows
 // 6-9% slower, 64 to 512 within 3%; on a Zen 5 (1 MB L2), enwik8 f32 pp512 at 1 thread: 16 rows
-// 15% slower than 128, 32 and 64 3-5%, all 512 at once 12%.
+// 15-26% slower than 128, 64 rows 2-9%, 256 (a whole chunk) within the noise of 128.
 constexpr std::size_t kVectorsPerPass = 128;
 // Work units (parallel.h) of quantizing one value, or rounding it to bf16: 0.18 ns on a Zen 4,
 // where a multiply-add of the f32 GEMV takes 0.02. At one unit a value a batch of 16 rows of 512
