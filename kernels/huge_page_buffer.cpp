@@ -80,7 +80,7 @@ void free_on_huge_pages(void* p, std::size_t bytes) noexcept {
 
 HugePageBuffer::HugePageBuffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
-  const std::size_t alignment = bytes >= kHugePage ? kHugePage : kCacheLine;
+  const auto alignment = static_cast<std::size_t>(alignment_for(bytes));
   const std::size_t allocated = (bytes + alignment - 1) / alignment * alignment;
   memory_.reset(static_cast<char*>(std::aligned_alloc(alignment, allocated)));
   if (!memory_) throw std::bad_alloc();

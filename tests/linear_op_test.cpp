@@ -2,7 +2,8 @@
 // table's f32 batch GEMV takes prompts: a prompt's rows go through the GEMV kernels as a batch's,
 // so every row of a prompt gets the bits it gets fed alone (a decoded token), with bias,
 // activation and residual, on any thread count. The shapes are wide enough for 2 and 3 threads to
-// split the rows, and the prompt longer than the rows that pass the kernel at once (128).
+// split the rows, and the prompt longer than the rows that pass the kernel at once (128). CTest
+// runs these tests under every kernel path too (AFT_ISA, beside oneDNN's matching limit).
 #include <gtest/gtest.h>
 
 #include <cstdint>
