@@ -113,17 +113,15 @@ struct GroupBlocks {
 // G groups from the group at w (rows [0, rows) of them written, rows <= 16 G) for V vectors: x of
 // vector j at x + j * x_stride, its y at y + j * y_stride.
 template <class A, class C, std::size_t G, std::size_t V>
-[[gnu::always_inline]] inline void gemv_group_block(std::size_t cols, const typename C::Value* w,
-                                                    const typename C::Input* x,
-                                                    std::size_t x_stride, const float* bias,
-                                                    std::size_t rows, float* y,
-                                                    std::size_t y_stride,
-                                                    Prefetch<A, PrefetchTo::kL2> next) {
+[[gnu::always_inline]] inline void gemv_group_block(
+    std::size_t cols, std::size_t row_values, const typename C::Value* w,
+    const typename C::Input* x, std::size_t x_stride, const float* bias, std::size_t rows, float* y,
+    std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
   constexpr std::size_t P = GroupBlocks<A, C>::kRegisters;
   constexpr std::size_t R = G * P;  // row registers
-  const std::size_t group_stride = kGroupRows * C::row_values(cols);
+  const std::size_t group_stride = kGroupRows * row_values;
   const std::size_t steps = C::steps(cols);
   B acc[R][V];
   for (std::size_t i = 0; i < R; ++i) {
@@ -173,42 +171,45 @@ template <class A, class C, std::size_t G, std::size_t V>
 
 // The block of n vectors, 1 <= n <= V: the instance of that count.
 template <class A, class C, std::size_t G, std::size_t V>
-inline void gemv_group_vectors(std::size_t n, std::size_t cols, const typename C::Value* w,
-                               const typename C::Input* x, std::size_t x_stride, const float* bias,
-                               std::size_t rows, float* y, std::size_t y_stride,
-                               Prefetch<A, PrefetchTo::kL2> next) {
+inline void gemv_group_vectors(std::size_t n, std::size_t cols, std::size_t row_values,
+                               const typename C::Value* w, const typename C::Input* x,
+                               std::size_t x_stride, const float* bias, std::size_t rows, float* y,
+                               std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next) {
   if (n == V) {
-    gemv_group_block<A, C, G, V>(cols, w, x, x_stride, bias, rows, y, y_stride, next);
+    gemv_group_block<A, C, G, V>(cols, row_values, w, x, x_stride, bias, rows, y, y_stride, next);
   } else if constexpr (V > 1) {
-    gemv_group_vectors<A, C, G, V - 1>(n, cols, w, x, x_stride, bias, rows, y, y_stride, next);
+    gemv_group_vectors<A, C, G, V - 1>(n, cols, row_values, w, x, x_stride, bias, rows, y, y_stride,
+                                       next);
   }
 }
 
 // G groups for every vector, in blocks of at most V vectors as equal as can be (16 by 8: 8, 8; 13:
 // 7, 6); the groups' weights stay in cache while the blocks pass.
 template <class A, class C, std::size_t G, std::size_t V>
-inline void gemv_group_pass(std::size_t cols, const typename C::Value* w, std::size_t n_vectors,
-                            const typename C::Input* x, std::size_t x_stride, const float* bias,
-                            std::size_t rows, float* y, std::size_t y_stride, const void* next,
-                            std::size_t next_bytes) {
+inline void gemv_group_pass(std::size_t cols, std::size_t row_values, const typename C::Value* w,
+                            std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
+                            const float* bias, std::size_t rows, float* y, std::size_t y_stride,
+                            const void* next, std::size_t next_bytes) {
   const std::size_t blocks = (n_vectors + V - 1) / V;
   std::size_t v = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t n = n_vectors / blocks + (b < n_vectors % blocks ? 1 : 0);
     gemv_group_vectors<A, C, G, V>(
-        n, cols, w, x + v * x_stride, x_stride, bias, rows, y + v * y_stride, y_stride,
+        n, cols, row_values, w, x + v * x_stride, x_stride, bias, rows, y + v * y_stride, y_stride,
         Prefetch<A, PrefetchTo::kL2>::part_of(next, next_bytes, b, blocks, C::steps(cols)));
     v += n;
   }
 }
 
-// Passes of G groups, then one group at a time; the last group may hold fewer than 16 rows.
+// Passes of G groups, then one group at a time; the last group may hold fewer than 16 rows. Each
+// row takes row_values values of the layout (C::row_values of the columns it was packed with, of
+// which the first cols are multiplied).
 template <class A, class C, std::size_t G, std::size_t V>
-void gemv_group_passes(std::size_t rows, std::size_t cols, const typename C::Value* w,
-                       std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
-                       const float* bias, float* y, std::size_t y_stride) {
+void gemv_group_passes(std::size_t rows, std::size_t cols, std::size_t row_values,
+                       const typename C::Value* w, std::size_t n_vectors,
+                       const typename C::Input* x, std::size_t x_stride, const float* bias,
+                       float* y, std::size_t y_stride) {
   constexpr std::size_t kRows = kGroupRows;
-  const std::size_t row_values = C::row_values(cols);
   // Passes of several blocks: each block asks for its share of the next pass's weights.
   const bool prefetch = GroupBlocks<A, C>::kPrefetchNext && n_vectors > V;
   const auto next_bytes = [&](std::size_t next_row, std::size_t pass_rows) {
@@ -218,14 +219,14 @@ void gemv_group_passes(std::size_t rows, std::size_t cols, const typename C::Val
   std::size_t r = 0;
   for (; r + G * kRows <= rows; r += G * kRows) {
     const std::size_t next = r + G * kRows;
-    gemv_group_pass<A, C, G, V>(cols, w + r * row_values, n_vectors, x, x_stride,
+    gemv_group_pass<A, C, G, V>(cols, row_values, w + r * row_values, n_vectors, x, x_stride,
                                 bias ? bias + r : nullptr, G * kRows, y + r, y_stride,
                                 w + next * row_values, next_bytes(next, G * kRows));
   }
   for (; r < rows; r += kRows) {
     const std::size_t n = std::min(rows - r, kRows);
     const std::size_t next = r + kRows;
-    gemv_group_pass<A, C, 1, V>(cols, w + r * row_values, n_vectors, x, x_stride,
+    gemv_group_pass<A, C, 1, V>(cols, row_values, w + r * row_values, n_vectors, x, x_stride,
                                 bias ? bias + r : nullptr, n, y + r, y_stride,
                                 w + next * row_values, next_bytes(next, kRows));
   }
@@ -236,14 +237,25 @@ void gemv_batch_groups(std::size_t rows, std::size_t cols, const typename C::Val
                        std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
                        const float* bias, float* y, std::size_t y_stride) {
   using S = GroupBlocks<A, C>;
-  gemv_group_passes<A, C, S::kGroups, S::kVectors>(rows, cols, w, n_vectors, x, x_stride, bias, y,
-                                                   y_stride);
+  gemv_group_passes<A, C, S::kGroups, S::kVectors>(rows, cols, C::row_values(cols), w, n_vectors, x,
+                                                   x_stride, bias, y, y_stride);
+}
+
+template <class A>
+void gemv_batch_f32_prefix(std::size_t rows, std::size_t cols, std::size_t packed_cols,
+                           const float* w, std::size_t n_vectors, const float* x,
+                           std::size_t x_stride, const float* bias, float* y,
+                           std::size_t y_stride) {
+  using S = GroupBlocks<A, F32Columns<A>>;
+  gemv_group_passes<A, F32Columns<A>, S::kGroups, S::kVectors>(
+      rows, cols, packed_cols, w, n_vectors, x, x_stride, bias, y, y_stride);
 }
 
 template <class A, class C>
 void gemv_groups(std::size_t rows, std::size_t cols, const typename C::Value* w,
                  const typename C::Input* x, const float* bias, float* y) {
-  gemv_group_passes<A, C, GroupBlocks<A, C>::kGroupsAlone, 1>(rows, cols, w, 1, x, 0, bias, y, 0);
+  gemv_group_passes<A, C, GroupBlocks<A, C>::kGroupsAlone, 1>(rows, cols, C::row_values(cols), w, 1,
+                                                              x, 0, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd

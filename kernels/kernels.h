@@ -26,6 +26,14 @@ struct KernelTable {
   void (*gemv_batch_f32)(std::size_t rows, std::size_t cols, const float* w, std::size_t n_vectors,
                          const float* x, std::size_t x_stride, const float* bias, float* y,
                          std::size_t y_stride);
+  // gemv_batch_f32 over the first cols columns of weights packed with packed_cols >= cols columns
+  // (a group's start packed_cols * kF32GroupRows floats from the next): products over growing
+  // prefixes of one packing, as the AFT-full prefill's row blocks over a block of keys. The bits
+  // of gemv_batch_f32 over the same columns packed alone.
+  void (*gemv_batch_f32_prefix)(std::size_t rows, std::size_t cols, std::size_t packed_cols,
+                                const float* w, std::size_t n_vectors, const float* x,
+                                std::size_t x_stride, const float* bias, float* y,
+                                std::size_t y_stride);
   // Whether a prompt's products of f32 weights take gemv_batch_f32, its rows as a batch's: where
   // that kernel multiplies them at least as fast as oneDNN's sgemm over an unpacked copy of the
   // weights (AVX-512 and AVX2; docs/benchmarks.md), and each row then gets the bits it gets

@@ -20,16 +20,32 @@ float weight(const uint16_t* w, std::size_t r, std::size_t c, std::size_t cols) 
   return bf16_to_float(w[bf16_packed_index(r, c, cols)]);
 }
 
-// W: float (gemv_f32) or bf16 bits (gemv_bf16).
+// W: float (gemv_f32) or bf16 bits (gemv_bf16). The first cols columns of weights packed with
+// packed_cols columns.
 template <class W>
-void gemv(std::size_t rows, std::size_t cols, const W* w, const float* x, const float* bias,
-          float* y) {
+void gemv_prefix(std::size_t rows, std::size_t cols, std::size_t packed_cols, const W* w,
+                 const float* x, const float* bias, float* y) {
   for (std::size_t r = 0; r < rows; ++r) {
     double sum = bias ? bias[r] : 0.0;
     for (std::size_t c = 0; c < cols; ++c) {
-      sum += static_cast<double>(weight(w, r, c, cols)) * x[c];
+      sum += static_cast<double>(weight(w, r, c, packed_cols)) * x[c];
     }
     y[r] = static_cast<float>(sum);
+  }
+}
+
+template <class W>
+void gemv(std::size_t rows, std::size_t cols, const W* w, const float* x, const float* bias,
+          float* y) {
+  gemv_prefix(rows, cols, cols, w, x, bias, y);
+}
+
+template <class W>
+void gemv_batch_prefix(std::size_t rows, std::size_t cols, std::size_t packed_cols, const W* w,
+                       std::size_t n_vectors, const float* x, std::size_t x_stride,
+                       const float* bias, float* y, std::size_t y_stride) {
+  for (std::size_t v = 0; v < n_vectors; ++v) {
+    gemv_prefix(rows, cols, packed_cols, w, x + v * x_stride, bias, y + v * y_stride);
   }
 }
 
@@ -37,9 +53,7 @@ template <class W>
 void gemv_batch(std::size_t rows, std::size_t cols, const W* w, std::size_t n_vectors,
                 const float* x, std::size_t x_stride, const float* bias, float* y,
                 std::size_t y_stride) {
-  for (std::size_t v = 0; v < n_vectors; ++v) {
-    gemv(rows, cols, w, x + v * x_stride, bias, y + v * y_stride);
-  }
+  gemv_batch_prefix(rows, cols, cols, w, n_vectors, x, x_stride, bias, y, y_stride);
 }
 
 void quantize_q8_0(std::size_t n, const float* x, int8_t* q, float* d) {
@@ -278,6 +292,7 @@ constexpr KernelTable kScalar{
     "scalar",
     gemv<float>,
     gemv_batch<float>,
+    gemv_batch_prefix<float>,
     false,
     layer_norm_f32,
     aft_accumulate_f32,

@@ -27,6 +27,7 @@ constexpr KernelTable make_table(const char* isa) {
       isa,
       &gemv_groups<A, F32Columns<A>>,
       &gemv_batch_groups<A, F32Columns<A>>,
+      &gemv_batch_f32_prefix<A>,
       GroupBlocks<A, F32Columns<A>>::kTakesPrompts,
       &layer_norm_f32<A>,
       &aft_accumulate_f32<A>,

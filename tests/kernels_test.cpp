@@ -629,6 +629,40 @@ TEST_P(IsaTest, GemvBatchHasTheBitsOfGemv) {
   }
 }
 
+// Growing prefixes of one packing (the AFT-full prefill's row blocks) have the bits of the same
+// columns packed alone: rows of 2 groups and leftovers, prefixes of one column, of a few and of
+// all.
+TEST_P(IsaTest, GemvBatchPrefixHasTheBitsOfItsColumnsPackedAlone) {
+  for (std::size_t rows : {16, 37, 64, 128}) {
+    for (std::size_t packed_cols : {1, 40, 512}) {
+      const auto full = random_vector(rows * packed_cols, -1.0f, 1.0f, 56);
+      const auto w = packed_f32(rows, packed_cols, full);
+      for (std::size_t cols : {std::size_t{1}, packed_cols / 3 + 1, packed_cols}) {
+        std::vector<float> leading(rows * cols);
+        for (std::size_t r = 0; r < rows; ++r) {
+          std::copy_n(full.begin() + r * packed_cols, cols, leading.begin() + r * cols);
+        }
+        const auto alone = packed_f32(rows, cols, leading);
+        const std::size_t vectors = 11, x_stride = packed_cols + 1, y_stride = rows + 2;
+        const auto x = random_vector(vectors * x_stride, -1.0f, 1.0f, 57);
+        auto y = guarded(vectors * y_stride), want = guarded(vectors * y_stride);
+        k().gemv_batch_f32_prefix(rows, cols, packed_cols, w.data(), vectors, x.data(), x_stride,
+                                  nullptr, y.data(), y_stride);
+        k().gemv_batch_f32(rows, cols, alone.data(), vectors, x.data(), x_stride, nullptr,
+                           want.data(), y_stride);
+        expect_guard_intact(y, vectors * y_stride);
+        for (std::size_t v = 0; v < vectors; ++v) {
+          for (std::size_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[v * y_stride + r], want[v * y_stride + r])
+                << rows << "x" << cols << " of " << packed_cols << ", vector " << v << ", row "
+                << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(IsaTest, LayerNormMatchesReference) {
   for (const LayerNormCase& c : kLayerNormCases) {
     for (std::size_t n : kSizes) {

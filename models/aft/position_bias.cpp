@@ -23,6 +23,9 @@ class TableBias final : public PositionBias {
       : table_(table), max_seq_len_(max_seq_len), window_(window) {}
   int64_t window() const override { return window_; }
   float scalar(int64_t t, int64_t tp) const override { return table_[t * max_seq_len_ + tp]; }
+  void row(int64_t t, int64_t begin, int64_t end, float* out) const override {
+    std::copy(table_ + t * max_seq_len_ + begin, table_ + t * max_seq_len_ + end, out);
+  }
   const float* per_channel(int64_t) const override { return nullptr; }
 
  private:

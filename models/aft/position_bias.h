@@ -17,6 +17,10 @@ class PositionBias {
   virtual int64_t window() const = 0;
   // The bias shared by every channel, for query position t and key position tp.
   virtual float scalar(int64_t t, int64_t tp) const = 0;
+  // scalar(t, tp) for tp in [begin, end), into out[0, end - begin): a prompt's rows of biases.
+  virtual void row(int64_t t, int64_t begin, int64_t end, float* out) const {
+    for (int64_t tp = begin; tp < end; ++tp) out[tp - begin] = scalar(t, tp);
+  }
   // For biases that differ per channel: the d-channel row for distance t - tp; null otherwise.
   virtual const float* per_channel(int64_t distance) const = 0;
   // For those, the window's weights per channel: exp(w - max_w) for distance t - tp, and max_w

@@ -8,8 +8,9 @@
 // as the streaming accumulator's states merge (docs/aft-math.md, "Prefill"). E and F are at most
 // 1: nothing overflows. Entries of E past the diagonal (t' > t) are 0.
 //
-// Threads: each channel block is computed by one thread, its products by the single-threaded gemm,
-// in the same shapes whatever the number of threads: results are bit-identical for any count.
+// Threads: each channel block is computed by one thread, its products by the single-threaded batch
+// GEMV (or oneDNN's sgemm, see multiply()), in the same shapes whatever the number of threads:
+// results are bit-identical for any count.
 #include "aft_full_prefill.h"
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "engine/format/aligned_buffer.h"
 #include "engine/runtime/parallel.h"
 #include "exp_nonpositive.h"
+#include "kernels/kernels.h"
 #include "kernels/single_thread_gemm.h"
 #include "models/aft/channel_blocked_rows.h"
 
@@ -34,6 +36,13 @@ constexpr std::size_t kKeyBlock = 512;
 constexpr std::size_t kRowBlock = 64;
 // The state's channel blocks (channel_blocked_rows.h): a block's keys are contiguous rows.
 constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
+// F * V | F of a key block's position, and N_j | D_j of a chunk row: each half of a channel block
+// padded to whole groups of the batch GEMV's weights (zeros past the block's channels).
+constexpr std::size_t kFactorStride = 2 * kChannelBlock;
+static_assert(kChannelBlock % kernels::kF32GroupRows == 0, "a channel block's halves are groups");
+std::size_t padded_width(std::size_t width) {
+  return (width + kernels::kF32GroupRows - 1) / kernels::kF32GroupRows * kernels::kF32GroupRows;
+}
 
 // Below this, a block's D is recomputed with the exact streaming accumulator. Why 2^-88: exp()
 // results and products below 2^-126 may be subnormal or flushed to 0, an absolute error of at most
@@ -100,8 +109,8 @@ struct BiasRows {
 // A thread's working memory for one channel block at a time.
 struct ChannelBlockScratch {
   void reserve(std::size_t rows) {
-    factors = at_least(factors_buffer, kKeyBlock * 2 * kChannelBlock);
-    sums = at_least(sums_buffer, rows * 2 * kChannelBlock);
+    panels = at_least(panels_buffer, kKeyBlock * kFactorStride);
+    sums = at_least(sums_buffer, rows * kFactorStride);
     key_max = at_least(key_max_buffer, kChannelBlock);
     key_rows.resize(kKeyBlock);
     factor_rows.resize(kKeyBlock);
@@ -109,13 +118,13 @@ struct ChannelBlockScratch {
     a = at_least(a_buffer, rows * kChannelBlock);
     b = at_least(b_buffer, rows * kChannelBlock);
   }
-  float* factors;                      // key block rows: F * V | F, 2 kChannelBlock apart
-  float* sums;                         // chunk rows: N_j | D_j, 2 kChannelBlock apart
+  float* panels;                       // a key block's F * V | F, by groups of 16 channels
+  float* sums;                         // chunk rows: N_j | D_j, kFactorStride apart
   float* key_max;                      // kappa_j
   std::vector<const float*> key_rows;  // a key block's rows of keys and of F, for the kernel
   std::vector<float*> factor_rows;
   double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
-  AlignedBuffer factors_buffer, sums_buffer, key_max_buffer;
+  AlignedBuffer panels_buffer, sums_buffer, key_max_buffer;
   AlignedDoubles m_buffer, a_buffer, b_buffer;
 };
 
@@ -142,9 +151,15 @@ class FullPrefill {
     BiasRows& bias_rows = ctx_.scratch.local<BiasRows>();
     exp_bias_ = at_least(bias_rows.exp_bias, rows_ * bias_stride_);
     bias_max_ = at_least(bias_rows.bias_max, rows_ * key_blocks_);
-    // Per row: a bias and an exp per earlier position.
-    parallel_ranges(rows_, 1, ctx_.n_threads, positions_ * 16,
-                    [&](std::size_t r0, std::size_t r1) { fill_bias_rows(r0, r1); });
+    // Per row: a bias and an exp per earlier position. A row's work grows with its position: an
+    // item is row r with row rows_ - 1 - r, so that equal counts of items are equal work.
+    parallel_ranges((rows_ + 1) / 2, 1, ctx_.n_threads, positions_ * 32,
+                    [&](std::size_t p0, std::size_t p1) {
+                      for (std::size_t p = p0; p < p1; ++p) {
+                        fill_bias_row(p);
+                        if (rows_ - 1 - p != p) fill_bias_row(rows_ - 1 - p);
+                      }
+                    });
     // Per channel: two multiply-adds per pair of positions.
     parallel_ranges(d_, kChannelBlock, ctx_.n_threads, rows_ * positions_,
                     [&](std::size_t c0, std::size_t c1) {
@@ -172,25 +187,21 @@ class FullPrefill {
     }
   }
 
-  // E of chunk rows [r0, r1), for every key block the row sees, and rho_j.
-  void fill_bias_rows(std::size_t r0, std::size_t r1) {
-    for (std::size_t r = r0; r < r1; ++r) {
-      const std::size_t t = first_ + r;
-      const auto tq = static_cast<int64_t>(t);
-      float* e = exp_bias_ + r * bias_stride_;
-      for (std::size_t j = 0; j <= t / kKeyBlock; ++j) {
-        const std::size_t begin = j * kKeyBlock;
-        const std::size_t end = std::min(begin + kKeyBlock, positions_);
-        const std::size_t visible = std::min(end, t + 1);
-        float max = -std::numeric_limits<float>::infinity();
-        for (std::size_t tp = begin; tp < visible; ++tp) {
-          e[tp] = bias_.scalar(tq, static_cast<int64_t>(tp));
-          max = std::max(max, e[tp]);
-        }
-        for (std::size_t tp = begin; tp < visible; ++tp) e[tp] = exp_nonpositive(e[tp] - max);
-        std::fill(e + visible, e + end, 0.0f);
-        bias_max_[r * key_blocks_ + j] = max;
-      }
+  // E of chunk row r, for every key block the row sees, and rho_j.
+  void fill_bias_row(std::size_t r) {
+    const std::size_t t = first_ + r;
+    float* e = exp_bias_ + r * bias_stride_;
+    for (std::size_t j = 0; j <= t / kKeyBlock; ++j) {
+      const std::size_t begin = j * kKeyBlock;
+      const std::size_t end = std::min(begin + kKeyBlock, positions_);
+      const std::size_t visible = std::min(end, t + 1);
+      bias_.row(static_cast<int64_t>(t), static_cast<int64_t>(begin), static_cast<int64_t>(visible),
+                e + begin);
+      float max = -std::numeric_limits<float>::infinity();
+      for (std::size_t tp = begin; tp < visible; ++tp) max = std::max(max, e[tp]);
+      for (std::size_t tp = begin; tp < visible; ++tp) e[tp] = exp_nonpositive(e[tp] - max);
+      std::fill(e + visible, e + end, 0.0f);
+      bias_max_[r * key_blocks_ + j] = max;
     }
   }
 
@@ -205,10 +216,8 @@ class FullPrefill {
       for (std::size_t ra = r0; ra < rows_; ra += kRowBlock) {
         const std::size_t rb = std::min(ra + kRowBlock, rows_);
         const std::size_t seen = std::min(length, first_ + rb - begin);
-        kernels::gemm_f32_single_thread(rb - ra, 2 * width, seen,
-                                        exp_bias_ + ra * bias_stride_ + begin, bias_stride_,
-                                        s.factors, 2 * kChannelBlock,
-                                        s.sums + (ra - r0) * 2 * kChannelBlock, 2 * kChannelBlock);
+        multiply(ra, rb - ra, begin, length, seen, padded_width(width),
+                 s.sums + (ra - r0) * kFactorStride, s);
       }
       for (std::size_t r = r0; r < rows_; ++r) merge_key_block(j, r, r0, c0, width, s);
     }
@@ -218,22 +227,59 @@ class FullPrefill {
     }
   }
 
-  // kappa_j and F * V | F of positions [begin, begin + length), channels [c0, c0 + width). kappa_j
-  // and F are what the window kernel's reframe computes (kernels.h): the keys' maximum per
-  // channel, and each key's exp(k - max).
+  // Group g of a channel block's F * V | F (its padded channels [16 g, 16 g + 16), F * V's groups
+  // first) in s.panels: the positions of the key block (length) as the packed weights' columns
+  // (packed_weights.h), a row of 16 channels per position.
+  static float* panel(ChannelBlockScratch& s, std::size_t g, std::size_t length) {
+    return s.panels + g * length * kernels::kF32GroupRows;
+  }
+
+  // N_j | D_j of chunk rows [r, r + rows): E's rows by the first seen positions of the key block
+  // (at begin, length positions). On a table whose batch GEMV takes prompts (kernels.h), that
+  // kernel over a prefix of the panels: blocks of 8 rows by 2 groups of 16 channels keep their
+  // sums in registers, where oneDNN's sgemm ran at a fifth of the FMA peak on these shapes
+  // (enwik8-full's mixer took a quarter of pp512 at 2 threads). Elsewhere oneDNN's sgemm, a group
+  // at a time. Either way each sum's order depends on the shapes only.
+  void multiply(std::size_t r, std::size_t rows, std::size_t begin, std::size_t length,
+                std::size_t seen, std::size_t padded, float* sums, ChannelBlockScratch& s) const {
+    const float* e = exp_bias_ + r * bias_stride_ + begin;
+    if (ctx_.kernels.f32_prompts_on_batch_gemv) {
+      ctx_.kernels.gemv_batch_f32_prefix(2 * padded, seen, length, s.panels, rows, e, bias_stride_,
+                                         nullptr, sums, kFactorStride);
+      return;
+    }
+    constexpr std::size_t kGroup = kernels::kF32GroupRows;
+    for (std::size_t g = 0; g < 2 * padded / kGroup; ++g) {
+      kernels::gemm_f32_single_thread(rows, kGroup, seen, e, bias_stride_, panel(s, g, length),
+                                      kGroup, sums + g * kGroup, kFactorStride);
+    }
+  }
+
+  // kappa_j and the panels of positions [begin, begin + length), channels [c0, c0 + width).
+  // kappa_j and F are what the window kernel's reframe computes (kernels.h): the keys' maximum per
+  // channel, and each key's exp(k - max). Channels past width are 0.
   void key_block_factors(std::size_t begin, std::size_t length, std::size_t c0, std::size_t width,
                          ChannelBlockScratch& s) const {
-    for (std::size_t i = 0; i < length; ++i) {
-      s.key_rows[i] = key_row(begin + i, c0);
-      s.factor_rows[i] = s.factors + i * 2 * kChannelBlock + width;
-    }
-    ctx_.kernels.aft_window_reframe_f32(width, length, s.key_rows.data(), s.factor_rows.data(),
-                                        s.key_max);
-    for (std::size_t i = 0; i < length; ++i) {
-      const float* v = value_row(begin + i, c0);
-      float* weighted = s.factors + i * 2 * kChannelBlock;
-      const float* f = weighted + width;
-      for (std::size_t c = 0; c < width; ++c) weighted[c] = f[c] * v[c];
+    constexpr std::size_t kGroup = kernels::kF32GroupRows;
+    const std::size_t groups = padded_width(width) / kGroup;
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::size_t first = g * kGroup, n = std::min(kGroup, width - first);
+      float* weighted = panel(s, g, length);
+      float* f = panel(s, groups + g, length);
+      for (std::size_t i = 0; i < length; ++i) {
+        s.key_rows[i] = key_row(begin + i, c0) + first;
+        s.factor_rows[i] = f + i * kGroup;
+      }
+      ctx_.kernels.aft_window_reframe_f32(n, length, s.key_rows.data(), s.factor_rows.data(),
+                                          s.key_max + first);
+      for (std::size_t i = 0; i < length; ++i) {
+        const float* v = value_row(begin + i, c0) + first;
+        float* fv = weighted + i * kGroup;
+        float* fi = f + i * kGroup;
+        for (std::size_t c = 0; c < n; ++c) fv[c] = fi[c] * v[c];
+        std::fill(fv + n, fv + kGroup, 0.0f);
+        std::fill(fi + n, fi + kGroup, 0.0f);
+      }
     }
   }
 
@@ -244,8 +290,8 @@ class FullPrefill {
     constexpr double kEmpty = -std::numeric_limits<double>::infinity();
     const bool first = j == 0;
     const float row_max = bias_max_[r * key_blocks_ + j];
-    const float* n = s.sums + (r - r0) * 2 * kChannelBlock;
-    const float* d = n + width;
+    const float* n = s.sums + (r - r0) * kFactorStride;
+    const float* d = n + padded_width(width);
     double* m = s.m + r * kChannelBlock;
     double* a = s.a + r * kChannelBlock;
     double* b = s.b + r * kChannelBlock;
