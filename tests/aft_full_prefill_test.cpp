@@ -26,7 +26,7 @@ std::vector<int32_t> token_sequence(std::size_t n, uint32_t seed = 11) {
   return aft::testing::token_sequence(n, kVocab, seed);
 }
 
-// d_model 80: a channel block of 64 and a tail of 16. 600 tokens span three key blocks (256
+// d_model 80: a channel block of 64 and a tail of 16. 600 tokens span two key blocks (512
 // positions each) and, in one call, three chunks (at most 256 rows each).
 constexpr std::size_t kTokens = 600;
 nlohmann::json full_config(const std::string& bias_kind, int64_t d_model = 80) {
