@@ -22,6 +22,7 @@
 #include "engine/runtime/parallel.h"
 #include "exp_nonpositive.h"
 #include "kernels/kernels.h"
+#include "kernels/packed_weights.h"
 #include "kernels/single_thread_gemm.h"
 #include "models/aft/channel_blocked_rows.h"
 
@@ -37,12 +38,10 @@ constexpr std::size_t kRowBlock = 64;
 // The state's channel blocks (channel_blocked_rows.h): a block's keys are contiguous rows.
 constexpr std::size_t kChannelBlock = ChannelBlockedRows::kBlock;
 // F * V | F of a key block's position, and N_j | D_j of a chunk row: each half of a channel block
-// padded to whole groups of the batch GEMV's weights (zeros past the block's channels).
+// padded to whole groups of the batch GEMV's weights (kernels::f32_packed_rows; zeros past the
+// block's channels).
 constexpr std::size_t kFactorStride = 2 * kChannelBlock;
 static_assert(kChannelBlock % kernels::kF32GroupRows == 0, "a channel block's halves are groups");
-std::size_t padded_width(std::size_t width) {
-  return (width + kernels::kF32GroupRows - 1) / kernels::kF32GroupRows * kernels::kF32GroupRows;
-}
 
 // Below this, a block's D is recomputed with the exact streaming accumulator. Why 2^-88: exp()
 // results and products below 2^-126 may be subnormal or flushed to 0, an absolute error of at most
@@ -197,11 +196,8 @@ class FullPrefill {
       const std::size_t visible = std::min(end, t + 1);
       bias_.row(static_cast<int64_t>(t), static_cast<int64_t>(begin), static_cast<int64_t>(visible),
                 e + begin);
-      float max = -std::numeric_limits<float>::infinity();
-      for (std::size_t tp = begin; tp < visible; ++tp) max = std::max(max, e[tp]);
-      for (std::size_t tp = begin; tp < visible; ++tp) e[tp] = exp_nonpositive(e[tp] - max);
+      bias_max_[r * key_blocks_ + j] = exp_minus_max(e + begin, visible - begin);
       std::fill(e + visible, e + end, 0.0f);
-      bias_max_[r * key_blocks_ + j] = max;
     }
   }
 
@@ -216,7 +212,7 @@ class FullPrefill {
       for (std::size_t ra = r0; ra < rows_; ra += kRowBlock) {
         const std::size_t rb = std::min(ra + kRowBlock, rows_);
         const std::size_t seen = std::min(length, first_ + rb - begin);
-        multiply(ra, rb - ra, begin, length, seen, padded_width(width),
+        multiply(ra, rb - ra, begin, length, seen, kernels::f32_packed_rows(width),
                  s.sums + (ra - r0) * kFactorStride, s);
       }
       for (std::size_t r = r0; r < rows_; ++r) merge_key_block(j, r, r0, c0, width, s);
@@ -261,7 +257,7 @@ class FullPrefill {
   void key_block_factors(std::size_t begin, std::size_t length, std::size_t c0, std::size_t width,
                          ChannelBlockScratch& s) const {
     constexpr std::size_t kGroup = kernels::kF32GroupRows;
-    const std::size_t groups = padded_width(width) / kGroup;
+    const std::size_t groups = kernels::f32_packed_rows(width) / kGroup;
     for (std::size_t g = 0; g < groups; ++g) {
       const std::size_t first = g * kGroup, n = std::min(kGroup, width - first);
       float* weighted = panel(s, g, length);
@@ -291,7 +287,7 @@ class FullPrefill {
     const bool first = j == 0;
     const float row_max = bias_max_[r * key_blocks_ + j];
     const float* n = s.sums + (r - r0) * kFactorStride;
-    const float* d = n + padded_width(width);
+    const float* d = n + kernels::f32_packed_rows(width);
     double* m = s.m + r * kChannelBlock;
     double* a = s.a + r * kChannelBlock;
     double* b = s.b + r * kChannelBlock;

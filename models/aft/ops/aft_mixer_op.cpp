@@ -195,15 +195,9 @@ class AftMixerOp final : public Op {
                       for (std::size_t r = r0; r < r1; ++r) {
                         const int64_t t = ctx.position_of(r);
                         const int64_t first = std::max<int64_t>(0, t - window_ + 1);
-                        const auto entries = static_cast<std::size_t>(t - first + 1);
                         float* e = weights.e.data() + r * weights.stride;
                         bias_.row(t, first, t + 1, e);
-                        float top = -std::numeric_limits<float>::infinity();
-                        for (std::size_t j = 0; j < entries; ++j) top = std::max(top, e[j]);
-                        for (std::size_t j = 0; j < entries; ++j) {
-                          e[j] = exp_nonpositive(e[j] - top);
-                        }
-                        weights.top[r] = top;
+                        weights.top[r] = exp_minus_max(e, static_cast<std::size_t>(t - first + 1));
                       }
                     });
   }

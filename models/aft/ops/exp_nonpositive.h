@@ -3,8 +3,11 @@
 // accumulator states one (double), always of a value minus a maximum.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace aft {
 
@@ -71,6 +74,16 @@ inline double exp_nonpositive(double x) {
   double scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return x >= kMinArgument ? p * scale : x < kMinArgument ? 0.0 : x;
+}
+
+// A row of weights w[0, n) made exp(w - max) in place; returns max, the largest w (-inf if n is 0;
+// NaN entries do not count, and stay NaN). The AFT-full prefill's and the AFT-local window's bias
+// rows.
+inline float exp_minus_max(float* w, std::size_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (std::size_t i = 0; i < n; ++i) max = std::max(max, w[i]);
+  for (std::size_t i = 0; i < n; ++i) w[i] = exp_nonpositive(w[i] - max);
+  return max;
 }
 
 }  // namespace aft
