@@ -2,6 +2,7 @@
 // required speed), as markdown or JSON, and refuses bad command lines with exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -70,6 +71,36 @@ TEST(AftBench, ReportsPositiveSpeedsAsJson) {
     EXPECT_GT(row["tokens_per_second"]["mean"].get<double>(), 0.0) << row.dump();
     EXPECT_EQ(row["samples_tokens_per_second"].size(), 1u);
     EXPECT_EQ(row["threads"], 1);
+  }
+}
+
+// A prompt's GFLOP/s counts 2 FLOPs per matmul weight and token (the head once) and, for the
+// mixers that weigh pairs of positions one by one, 4 per channel and pair: all earlier positions
+// for AFT-full, the window's for AFT-local, none for AFT-simple.
+TEST(AftBench, PromptFlopsCountTheMixersPairsOfPositions) {
+  constexpr int64_t kPrompt = 24;
+  for (const char* name : {"full_table", "local", "simple"}) {
+    SCOPED_TRACE(name);
+    const Result r = run(fixture(name) + " -r 1 -p 24 -n 0 -t 1 --no-limits -o json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = parse_json(r);
+    const nlohmann::json& m = j["model"];
+    const double d = m["d_model"].get<double>(), layers = m["n_layers"].get<double>();
+    const double head = m["vocab_size"].get<double>() * d;
+    const double matmul = 2.0 * ((m["n_matmul_parameters"].get<double>() - head) * kPrompt + head);
+    double pairs = 0.0;
+    if (m["mixer"] == "full") pairs = kPrompt * (kPrompt + 1) / 2;
+    if (m["mixer"] == "local") {
+      const int64_t window = m["window"].get<int64_t>();
+      ASSERT_GT(window, 1);
+      ASSERT_LT(window, kPrompt) << "the test wants positions past the window";
+      for (int64_t t = 0; t < kPrompt; ++t) pairs += static_cast<double>(std::min(t + 1, window));
+    }
+    EXPECT_EQ(pairs == 0.0, m["mixer"] == "simple") << m.dump();
+    const nlohmann::json& pp = j["results"][0];
+    const double prompts_per_second = pp["tokens_per_second"]["mean"].get<double>() / kPrompt;
+    EXPECT_NEAR(pp["gflops"].get<double>() / prompts_per_second * 1e9,
+                matmul + 4.0 * d * layers * pairs, 1e-6 * matmul);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "tools/bench/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -17,9 +18,25 @@ double weight_bytes(const Report& r) { return r.matmul_weight_bytes; }
 double flops_per_token(const Report& r) {
   return 2.0 * static_cast<double>(r.model.n_matmul_parameters);
 }
+// The mixer weighs pairs of positions (t' <= t) one by one where its bias is a free weight per
+// pair: every earlier position for AFT-full, the window's for AFT-local and AFT-conv. Each pair
+// takes two multiply-adds per channel (the numerator's and the denominator's): 4 FLOPs, as
+// attention's score and weighted sum count per pair in a transformer's model FLOPs. AFT-simple
+// and the decay mixer keep running sums (no pairs). A prompt starts at position 0.
+double mixer_pairs(const Report& r, int64_t n_prompt) {
+  const std::string mixer = r.model.mixer ? r.model.mixer : "";
+  const auto tokens = static_cast<double>(n_prompt);
+  if (mixer == "full") return tokens * (tokens + 1.0) / 2.0;
+  if (mixer != "local" && mixer != "conv") return 0.0;
+  const double window = std::min<double>(r.model.window, tokens);
+  // Positions t < window see t + 1 pairs, the others window.
+  return window * (window + 1.0) / 2.0 + (tokens - window) * window;
+}
 double prefill_flops(const Report& r, int64_t n_prompt) {
   const double head = static_cast<double>(r.model.vocab_size) * r.model.d_model;
-  return 2.0 * ((static_cast<double>(r.model.n_matmul_parameters) - head) * n_prompt + head);
+  const double mixer = 4.0 * r.model.d_model * r.model.n_layers * mixer_pairs(r, n_prompt);
+  return 2.0 * ((static_cast<double>(r.model.n_matmul_parameters) - head) * n_prompt + head) +
+         mixer;
 }
 
 const MeasuredLimits* limits_for(const Report& r, int threads) {
