@@ -32,6 +32,11 @@ void expect_numbered(const ChannelBlockedRows& rows, std::size_t count) {
   }
 }
 
+void store_row(ChannelBlockedRows& rows, std::size_t r, std::size_t width) {
+  const std::vector<float> values = numbered_row(r, width);
+  for (std::size_t b = 0; b < rows.blocks(); ++b) rows.store(r, b, values.data());
+}
+
 // 150 channels: two whole blocks and a tail of 22.
 TEST(ChannelBlockedRows, StoresEachChannelInItsBlock) {
   constexpr std::size_t kWidth = 150;
@@ -39,7 +44,10 @@ TEST(ChannelBlockedRows, StoresEachChannelInItsBlock) {
   rows.resize(5, kWidth);
   ASSERT_EQ(rows.blocks(), 3u);
   EXPECT_EQ(ChannelBlockedRows::block_width(kWidth, 2), 22u);
-  for (std::size_t r = 0; r < 5; ++r) rows.store(r, numbered_row(r, kWidth).data());
+  // Block by block, the last first: each store writes its block alone.
+  for (std::size_t b = rows.blocks(); b-- > 0;) {
+    for (std::size_t r = 0; r < 5; ++r) rows.store(r, b, numbered_row(r, kWidth).data());
+  }
   expect_numbered(rows, 5);
   // A block's rows are contiguous, kBlock floats apart, and rows are 64-byte aligned.
   EXPECT_EQ(rows.row(1, 1) - rows.row(0, 1),
@@ -51,11 +59,11 @@ TEST(ChannelBlockedRows, GrowingKeepsStoredRows) {
   constexpr std::size_t kWidth = 130;
   ChannelBlockedRows rows;
   rows.resize(3, kWidth);
-  for (std::size_t r = 0; r < 3; ++r) rows.store(r, numbered_row(r, kWidth).data());
+  for (std::size_t r = 0; r < 3; ++r) store_row(rows, r, kWidth);
   rows.resize(7, kWidth);
   EXPECT_EQ(rows.rows(), 7u);
   expect_numbered(rows, 3);
-  for (std::size_t r = 3; r < 7; ++r) rows.store(r, numbered_row(r, kWidth).data());
+  for (std::size_t r = 3; r < 7; ++r) store_row(rows, r, kWidth);
   expect_numbered(rows, 7);
 }
 
@@ -63,7 +71,7 @@ TEST(ChannelBlockedRows, NewRowsAreZero) {
   constexpr std::size_t kWidth = 200;
   ChannelBlockedRows rows;
   rows.resize(2, kWidth);
-  for (std::size_t r = 0; r < 2; ++r) rows.store(r, numbered_row(r, kWidth).data());
+  for (std::size_t r = 0; r < 2; ++r) store_row(rows, r, kWidth);
   // 2 MiB and more: the huge-page path of its allocator.
   const std::size_t grown = kernels::kHugePageBytes / ChannelBlockedRows::row_bytes(kWidth) + 5;
   rows.resize(grown, kWidth);

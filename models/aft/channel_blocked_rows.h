@@ -66,11 +66,10 @@ class ChannelBlockedRows {
   const float* data() const { return data_.data(); }
   std::size_t floats() const { return data_.size(); }
 
-  // Copies a plain row of width channels into row r.
-  void store(std::size_t r, const float* values) {
-    for (std::size_t b = 0; b < blocks(); ++b) {
-      std::memcpy(row(r, b), values + b * kBlock, block_width(width_, b) * sizeof(float));
-    }
+  // Copies block `block`'s channels of a plain row of width channels into row r (each thread of an
+  // op the blocks it computes).
+  void store(std::size_t r, std::size_t block, const float* values) {
+    std::memcpy(row(r, block), values + block * kBlock, block_width(width_, block) * sizeof(float));
   }
 
  private:

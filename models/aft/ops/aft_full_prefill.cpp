@@ -107,22 +107,23 @@ struct BiasRows {
 
 // A thread's working memory for one channel block at a time.
 struct ChannelBlockScratch {
-  void reserve(std::size_t rows) {
+  // state_rows: the rows whose merged state is kept (FullPrefill::state_row).
+  void reserve(std::size_t state_rows) {
     panels = at_least(panels_buffer, kKeyBlock * kFactorStride);
-    sums = at_least(sums_buffer, rows * kFactorStride);
+    sums = at_least(sums_buffer, kRowBlock * kFactorStride);
     key_max = at_least(key_max_buffer, kChannelBlock);
     key_rows.resize(kKeyBlock);
     factor_rows.resize(kKeyBlock);
-    m = at_least(m_buffer, rows * kChannelBlock);
-    a = at_least(a_buffer, rows * kChannelBlock);
-    b = at_least(b_buffer, rows * kChannelBlock);
+    m = at_least(m_buffer, state_rows * kChannelBlock);
+    a = at_least(a_buffer, state_rows * kChannelBlock);
+    b = at_least(b_buffer, state_rows * kChannelBlock);
   }
   float* panels;                       // a key block's F * V | F, by groups of 16 channels
-  float* sums;                         // chunk rows: N_j | D_j, kFactorStride apart
+  float* sums;                         // a row block's N_j | D_j, kFactorStride apart
   float* key_max;                      // kappa_j
   std::vector<const float*> key_rows;  // a key block's rows of keys and of F, for the kernel
   std::vector<float*> factor_rows;
-  double *m, *a, *b;  // chunk rows: the merged state (as the accumulator's), kChannelBlock apart
+  double *m, *a, *b;  // the rows' merged state (as the accumulator's), kChannelBlock apart
   AlignedBuffer panels_buffer, sums_buffer, key_max_buffer;
   AlignedDoubles m_buffer, a_buffer, b_buffer;
 };
@@ -146,7 +147,6 @@ class FullPrefill {
         bias_stride_(key_blocks_ * kKeyBlock) {}
 
   void run() {
-    store_rows();
     BiasRows& bias_rows = ctx_.scratch.local<BiasRows>();
     exp_bias_ = at_least(bias_rows.exp_bias, rows_ * bias_stride_);
     bias_max_ = at_least(bias_rows.bias_max, rows_ * key_blocks_);
@@ -163,8 +163,9 @@ class FullPrefill {
     parallel_ranges(d_, kChannelBlock, ctx_.n_threads, rows_ * positions_,
                     [&](std::size_t c0, std::size_t c1) {
                       ChannelBlockScratch& scratch = ctx_.scratch.local<ChannelBlockScratch>();
-                      scratch.reserve(rows_);
+                      scratch.reserve(key_blocks_ == 1 ? 1 : rows_);
                       for (std::size_t c = c0; c < c1; c += kChannelBlock) {
+                        store_rows(c / kChannelBlock);
                         run_channel_block(c, std::min(kChannelBlock, c1 - c), scratch);
                       }
                     });
@@ -179,10 +180,13 @@ class FullPrefill {
     return state_.values.row(position, c / kChannelBlock);
   }
 
-  void store_rows() {
+  // The chunk's keys and values of one channel block into the state, by the thread that computes
+  // the block: the rows were the other thread's output too, and a copy of whole rows by one thread
+  // left the others waiting.
+  void store_rows(std::size_t block) {
     for (std::size_t r = 0; r < rows_; ++r) {
-      state_.keys.store(first_ + r, key_.row(r));
-      state_.values.store(first_ + r, value_.row(r));
+      state_.keys.store(first_ + r, block, key_.row(r));
+      state_.values.store(first_ + r, block, value_.row(r));
     }
   }
 
@@ -202,26 +206,39 @@ class FullPrefill {
   }
 
   void run_channel_block(std::size_t c0, std::size_t width, ChannelBlockScratch& s) const {
+    const auto read_out = [&](std::size_t r) {
+      ctx_.kernels.aft_output_f32(width, q_.row(r) + c0, s.a + state_row(r), s.b + state_row(r),
+                                  out_.row(r) + c0);
+    };
     for (std::size_t j = 0; j < key_blocks_; ++j) {
       const std::size_t begin = j * kKeyBlock;
       const std::size_t length = std::min(kKeyBlock, positions_ - begin);
-      // Chunk rows from r0 on are at positions >= begin: they see this block.
+      // Chunk rows from r0 on are at positions >= begin: they see this block. The others saw their
+      // last block before it.
       const std::size_t r0 = begin > first_ ? begin - first_ : 0;
+      const bool last = j + 1 == key_blocks_;
+      if (last) {
+        for (std::size_t r = 0; r < r0; ++r) read_out(r);
+      }
       key_block_factors(begin, length, c0, width, s);
-      // By row blocks: each multiplies only the positions its last row sees (E is 0 past them).
+      // By row blocks: each multiplies only the positions its last row sees (E is 0 past them),
+      // then its rows take the block's partial states, and after the last key block they are read
+      // out while in cache.
       for (std::size_t ra = r0; ra < rows_; ra += kRowBlock) {
         const std::size_t rb = std::min(ra + kRowBlock, rows_);
         const std::size_t seen = std::min(length, first_ + rb - begin);
-        multiply(ra, rb - ra, begin, length, seen, kernels::f32_packed_rows(width),
-                 s.sums + (ra - r0) * kFactorStride, s);
+        multiply(ra, rb - ra, begin, length, seen, kernels::f32_packed_rows(width), s);
+        for (std::size_t r = ra; r < rb; ++r) {
+          merge_key_block(j, r, s.sums + (r - ra) * kFactorStride, c0, width, s);
+          if (last) read_out(r);
+        }
       }
-      for (std::size_t r = r0; r < rows_; ++r) merge_key_block(j, r, r0, c0, width, s);
-    }
-    for (std::size_t r = 0; r < rows_; ++r) {
-      ctx_.kernels.aft_output_f32(width, q_.row(r) + c0, s.a + r * kChannelBlock,
-                                  s.b + r * kChannelBlock, out_.row(r) + c0);
     }
   }
+
+  // Where chunk row r's merged state starts in s.m, s.a, s.b. With one key block a row's state
+  // lives from its only merge to its read-out, right after: one row's place serves every row.
+  std::size_t state_row(std::size_t r) const { return key_blocks_ == 1 ? 0 : r * kChannelBlock; }
 
   // Group g of a channel block's F * V | F (its padded channels [16 g, 16 g + 16), F * V's groups
   // first) in s.panels: the positions of the key block (length) as the packed weights' columns
@@ -230,14 +247,15 @@ class FullPrefill {
     return s.panels + g * length * kernels::kF32GroupRows;
   }
 
-  // N_j | D_j of chunk rows [r, r + rows): E's rows by the first seen positions of the key block
-  // (at begin, length positions). On a table whose batch GEMV takes prompts (kernels.h), that
-  // kernel over a prefix of the panels: blocks of 8 rows by 2 groups of 16 channels keep their
+  // N_j | D_j of chunk rows [r, r + rows) into s.sums: E's rows by the first seen positions of the
+  // key block (at begin, length positions). On a table whose batch GEMV takes prompts (kernels.h),
+  // that kernel over a prefix of the panels: blocks of 8 rows by 2 groups of 16 channels keep their
   // sums in registers, where oneDNN's sgemm ran at a fifth of the FMA peak on these shapes
   // (enwik8-full's mixer took a quarter of pp512 at 2 threads). Elsewhere oneDNN's sgemm, a group
   // at a time. Either way each sum's order depends on the shapes only.
   void multiply(std::size_t r, std::size_t rows, std::size_t begin, std::size_t length,
-                std::size_t seen, std::size_t padded, float* sums, ChannelBlockScratch& s) const {
+                std::size_t seen, std::size_t padded, ChannelBlockScratch& s) const {
+    float* sums = s.sums;
     const float* e = exp_bias_ + r * bias_stride_ + begin;
     if (ctx_.kernels.f32_prompts_on_batch_gemv) {
       ctx_.kernels.gemv_batch_f32_prefix(2 * padded, seen, length, s.panels, rows, e, bias_stride_,
@@ -279,18 +297,17 @@ class FullPrefill {
     }
   }
 
-  // Merges key block j's partial states into chunk row r's (the product's row r - r0). Every row
-  // sees key block 0 (r0 = 0): its state starts there, empty.
-  void merge_key_block(std::size_t j, std::size_t r, std::size_t r0, std::size_t c0,
+  // Merges key block j's partial states (N_j | D_j at n) into chunk row r's. Every row sees key
+  // block 0: its state starts there, empty.
+  void merge_key_block(std::size_t j, std::size_t r, const float* n, std::size_t c0,
                        std::size_t width, ChannelBlockScratch& s) const {
     constexpr double kEmpty = -std::numeric_limits<double>::infinity();
     const bool first = j == 0;
     const float row_max = bias_max_[r * key_blocks_ + j];
-    const float* n = s.sums + (r - r0) * kFactorStride;
     const float* d = n + kernels::f32_packed_rows(width);
-    double* m = s.m + r * kChannelBlock;
-    double* a = s.a + r * kChannelBlock;
-    double* b = s.b + r * kChannelBlock;
+    double* m = s.m + state_row(r);
+    double* a = s.a + state_row(r);
+    double* b = s.b + state_row(r);
     std::size_t inexact = 0;
     for (std::size_t c = 0; c < width; ++c) inexact += !(d[c] >= kMinDenominator);  // NaN too
     if (inexact == 0) {
