@@ -81,7 +81,8 @@ TEST(AftBench, PromptFlopsCountTheMixersPairsOfPositions) {
   constexpr int64_t kPrompt = 24;
   for (const char* name : {"full_table", "local", "simple"}) {
     SCOPED_TRACE(name);
-    const Result r = run(fixture(name) + " -r 1 -p 24 -n 0 -t 1 --no-limits -o json");
+    const Result r = run(fixture(name) + " -r 1 -p " + std::to_string(kPrompt) +
+                         " -n 0 -t 1 --no-limits -o json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = parse_json(r);
     const nlohmann::json& m = j["model"];
