@@ -123,9 +123,11 @@ MixerState state_with_rows(std::size_t d, std::size_t had, std::size_t capacity)
   return state;
 }
 
-TEST(MixerStateRows, GrowByDoublingAndFromHalfA2MiBPageToWholePages) {
+TEST(MixerStateRows, GrowFrom256KiBByDoublingAndFromHalfA2MiBPageToWholePages) {
   // d = 512: 2 KiB a row, a 2 MiB page holds 1024.
-  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(10), 10u);
+  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(0), 0u);
+  EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(10), 128u);     // at least 256 KiB
+  EXPECT_EQ(state_with_rows(512, 0, 32).rows_for(1), 32u);         // a window's ring, at once
   EXPECT_EQ(state_with_rows(512, 200, 4096).rows_for(300), 400u);  // doubled, 800 KiB
   EXPECT_EQ(state_with_rows(512, 200, 4096).rows_for(150), 200u);  // never fewer
   EXPECT_EQ(state_with_rows(512, 0, 4096).rows_for(512), 1024u);   // 1 MiB: a whole page

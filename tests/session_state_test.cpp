@@ -186,6 +186,7 @@ TEST_P(SessionStateTest, BytesFollowTheDocumentedLayout) {
     uint64_t rows = 0, frame_flag = 0;
     read(rows);
     read(frame_flag);
+    EXPECT_EQ(rows, window) << mixer << ": only the rows the positions read";
     EXPECT_LE(frame_flag, 1u);
     std::vector<double> m(d), a(d), b(d);
     for (std::vector<double>* sums : {&m, &a, &b}) {

@@ -40,8 +40,8 @@ struct MixerState {
 
   void reset();
   // The rows of keys, values and scaled keys that positions [0, positions) need: a ring's
-  // capacity once full; AFT-full's grow with the sequence, doubling, and from 1 MiB an array on
-  // to whole 2 MiB pages. Never fewer than it has.
+  // capacity once full. They grow with the sequence, up to the capacity: at least 256 KiB an
+  // array, doubling, and from 1 MiB an array on to whole 2 MiB pages. Never fewer than it has.
   // The session grows them before a call (StateRollback::begin): ops find the rows they need.
   std::size_t rows_for(int64_t positions) const;
 };

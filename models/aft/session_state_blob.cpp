@@ -31,8 +31,14 @@ std::size_t layer_array_bytes(const MixerState& layer, std::size_t rows) {
              sizeof(float);
 }
 
-std::size_t layer_bytes(const MixerState& layer) {
-  return kLayerHeaderBytes + layer_array_bytes(layer, layer.keys.rows());
+// The rows positions [0, position) read: a ring's whole capacity once full. A layer may hold
+// more (rows_for grows them ahead); only these are saved.
+std::size_t rows_in_use(const MixerState& layer, int64_t position) {
+  return std::min<std::size_t>(layer.capacity, static_cast<std::size_t>(position));
+}
+
+std::size_t layer_bytes(const MixerState& layer, int64_t position) {
+  return kLayerHeaderBytes + layer_array_bytes(layer, rows_in_use(layer, position));
 }
 
 // Copies n values from bytes at `from` (any alignment); returns where the next ones start.
@@ -102,7 +108,7 @@ class Reader {
 
 std::size_t state_blob_size(const SessionState& state) {
   std::size_t size = kHeaderBytes + sizeof(uint64_t);
-  for (const MixerState& layer : state.layers) size += layer_bytes(layer);
+  for (const MixerState& layer : state.layers) size += layer_bytes(layer, state.position);
   return size;
 }
 
@@ -115,7 +121,8 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
   w.value<uint32_t>(static_cast<uint32_t>(state.layers.size()));
   w.value<uint32_t>(static_cast<uint32_t>(state.layers.empty() ? 0 : state.layers[0].m.size()));
   for (const MixerState& layer : state.layers) {
-    w.value<uint64_t>(layer.keys.rows());
+    const std::size_t rows = rows_in_use(layer, state.position);
+    w.value<uint64_t>(rows);
     w.value<uint64_t>(layer.frame_valid ? 1 : 0);
     w.values(layer.m.data(), layer.m.size());
     w.values(layer.a.data(), layer.a.size());
@@ -123,9 +130,11 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
     w.values(layer.frame.data(), layer.frame.size());
     w.values(layer.last_input.data(), layer.last_input.size());
     w.values(layer.ffn_last_input.data(), layer.ffn_last_input.size());
-    w.values(layer.keys.data(), layer.keys.floats());
-    w.values(layer.values.data(), layer.values.floats());
-    w.values(layer.scaled_keys.data(), layer.scaled_keys.floats());
+    for (const ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+      for (std::size_t block = 0; block < rows_of->blocks() && rows > 0; ++block) {
+        w.values(rows_of->row(0, block), rows * ChannelBlockedRows::kBlock);
+      }
+    }
   }
   w.value<uint64_t>(state_checksum(out, w.at()));
 }
@@ -194,11 +203,11 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
                  std::to_string(actual) + "): the bytes were changed");
   }
 
-  // Allocation first (only AFT-full's rows change in number), so that no copy is left half done.
+  // Allocation first, so that no copy is left half done: arrays with fewer rows than saved grow.
   for (std::size_t i = 0; i < state.layers.size(); ++i) {
     MixerState& layer = state.layers[i];
     for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      if (rows_of->rows() != places[i].rows) rows_of->resize(places[i].rows, d);
+      if (rows_of->rows() < places[i].rows) rows_of->resize(places[i].rows, d);
     }
   }
   state.position = position;
@@ -213,8 +222,11 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
     from = copy_values(from, layer.frame.data(), d);
     from = copy_values(from, layer.last_input.data(), layer.last_input.size());
     from = copy_values(from, layer.ffn_last_input.data(), layer.ffn_last_input.size());
+    const std::size_t rows = places[i].rows;
     for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      from = copy_values(from, rows_of->data(), rows_of->floats());
+      for (std::size_t block = 0; block < rows_of->blocks() && rows > 0; ++block) {
+        from = copy_values(from, rows_of->row(0, block), rows * ChannelBlockedRows::kBlock);
+      }
     }
   }
 }
