@@ -58,13 +58,13 @@ void after_fork_in_child() {
 }
 
 // The run this thread is a member of (nullptr outside runs), and its member id.
-thread_local const ThreadTeam* t_team = nullptr;
+thread_local ThreadTeam* t_team = nullptr;
 thread_local int t_member = 0;
 
 // Marks this thread as member id of team for a run, restoring what it was after.
 class Membership {
  public:
-  Membership(const ThreadTeam* team, int id) : team_(t_team), member_(t_member) {
+  Membership(ThreadTeam* team, int id) : team_(t_team), member_(t_member) {
     t_team = team;
     t_member = id;
   }
@@ -76,7 +76,7 @@ class Membership {
   Membership& operator=(const Membership&) = delete;
 
  private:
-  const ThreadTeam* team_;
+  ThreadTeam* team_;
   int member_;
 };
 
@@ -214,6 +214,10 @@ void ThreadTeam::run_job(int size, Job job, const void* body) {
     job(body, TeamMember{0, size});
   }
   barrier(TeamMember{0, size});
+}
+
+void ThreadTeam::barrier_of_run(TeamMember member) {
+  if (t_team) t_team->barrier(member);
 }
 
 void ThreadTeam::barrier(TeamMember member) {

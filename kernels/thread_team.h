@@ -70,6 +70,9 @@ class ThreadTeam {
 
   // Within run(): returns when every member of the run has reached it.
   void barrier(TeamMember member);
+  // The same for the run this thread is a member of (on any member's thread; outside runs, at
+  // once).
+  static void barrier_of_run(TeamMember member);
 
   // This thread's member id in the outermost run it is part of; 0 outside runs.
   static int this_member();

@@ -9,6 +9,7 @@
 
 #include "api_handles.h"
 #include "model_file_writer.h"
+#include "run_command.h"
 
 namespace aft::testing {
 namespace {
@@ -87,8 +88,8 @@ TEST_P(BatchDecodeTest, EachSessionGetsTheBitsOfDecodingAlone) {
 }
 
 // Wide enough that every op is split (d = 768: 6 matmul column blocks, 12 channel blocks) and that
-// a token decoded alone runs in one parallel region (over 2^22 matmul weights): the batch, per-op
-// regions over (row, block) units, must still match it.
+// a batch runs in one parallel region (over 2^22 matmul weights), its ops' (row, block) units
+// split among the region's threads: each session still gets the bits of decoding alone.
 TEST_P(BatchDecodeTest, WideModelsMatchTheOneRegionDecode) {
   nlohmann::json config = tiny_config(GetParam());
   config["d_model"] = 768;
@@ -100,6 +101,24 @@ TEST_P(BatchDecodeTest, WideModelsMatchTheOneRegionDecode) {
   ASSERT_EQ(aft_model_get_info(model.get(), &info), AFT_OK);
   ASSERT_GE(info.n_matmul_parameters, int64_t{1} << 22);
   expect_batch_equals_alone(model.get(), {5, 0, 40}, 3, 2, GetParam());
+}
+
+// The same in one region with 8-bit and bf16 weights (by aft-quantize): a batch's rows are
+// quantized (or rounded to bf16 on the matrix units) once, shared by the region's threads after
+// a barrier, where a token decoded alone quantizes its row on each thread.
+TEST_P(BatchDecodeTest, WideQuantizedModelsMatchDecodingAlone) {
+  TempFile f32("batch_wide_f32");
+  write_random_model(f32.path(), wide_config(GetParam()));
+  for (const char* type : {"q8_0", "bf16"}) {
+    files_.emplace_back(std::string("batch_wide_") + type);
+    const CommandResult quantized =
+        run_command(AFT_QUANTIZE_PATH,
+                    shell_quote(f32.path()) + " " + shell_quote(files_.back().path()) + " " + type);
+    ASSERT_EQ(quantized.exit_code, 0) << quantized.err;
+    ModelHandle model = load_model(files_.back().path());
+    expect_batch_equals_alone(model.get(), {5, 0, 40, 17}, 3, 2,
+                              std::string(GetParam()) + ", " + type);
+  }
 }
 
 // More sessions than a chunk of the graph's buffers holds (256 rows): two passes.

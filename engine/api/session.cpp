@@ -221,14 +221,12 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
     }
     for (std::size_t done = 0; done < n;) {
       const std::size_t rows = std::min(kMaxChunkRows, n - done);
-      // A sequence per row (a chunk of one row is also a sequence's next token alone).
-      const ExecContext ctx{runtime_kernels(),
-                            threads.count(),
-                            tokens + done,
-                            sequences.data() + done,
-                            rows,
-                            lead.scratch_,
-                            false};
+      // A sequence per row (a chunk of one row is also a sequence's next token alone), in one
+      // parallel region as a decoded token is.
+      const bool one_region = config.matmul_parameters() >= kOneRegionMinParameters;
+      const ExecContext ctx{
+          runtime_kernels(), threads.count(), tokens + done, sequences.data() + done, rows,
+          lead.scratch_,     one_region};
       const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
       const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
                                  lead.buffer_pointers_, ctx, rows, output_rows);

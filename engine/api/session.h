@@ -19,8 +19,8 @@ class Session {
  public:
   // Tokens per graph run: longer prompts are processed in chunks of this many, bounding memory.
   static constexpr std::size_t kMaxChunkRows = 256;
-  // Models with at least this many matmul weights decode a token in one parallel region
-  // (executor.h). Smaller ones keep most ops on one thread, and would only pay its barriers.
+  // Models with at least this many matmul weights decode a token (or a batch's) in one parallel
+  // region (executor.h). Smaller ones keep most ops on one thread, and would only pay its barriers.
   static constexpr int64_t kOneRegionMinParameters = int64_t{1} << 22;
 
   // n_threads: as aft_session_params.n_threads (0 = automatic, compute_threads.h).

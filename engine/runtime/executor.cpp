@@ -48,8 +48,8 @@ class NodeTensors {
   std::size_t rows_, output_rows_;
 };
 
-// One run of the team for the whole call (a decoded token): each op splits its work over the
-// team, a barrier between ops, instead of a run per op. An exception stops no thread early
+// One run of the team for the whole call (a decoded token, or a batch's): each op splits its work
+// over the team, a barrier between ops, instead of a run per op. An exception stops no thread early
 // (every thread reaches every barrier); the first one is rethrown after the region.
 void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const ExecContext& ctx) {
   std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;

@@ -34,7 +34,8 @@ struct ExecContext {
   const Sequence* sequences;
   std::size_t n_sequences;  // 1, or the call's rows
   Scratch& scratch;         // the ops' working memory (scratch.h)
-  // Run this one-token call's ops in a single parallel region (executor.cpp).
+  // Run this call's ops in a single parallel region (executor.cpp): a decoded token, or a batch's
+  // tokens (one per sequence).
   bool one_region = false;
 
   // Whether every row is a token of one sequence (a prompt's rows see each other).
@@ -56,12 +57,12 @@ class Op {
   virtual void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                    const Tensor& out) const = 0;
 
-  // A decoded token in one parallel region (ExecContext::one_region): first prepare() for every
-  // op on one thread, before the region (what must not race: growing state, flags); then every
-  // thread of the team calls run_in_team() for each op in turn, with a barrier after each. An op
-  // does its share of the work, split as run() would split it over team.size threads, so the
-  // results are the same bits. The default: thread 0 runs run() alone (the same context, on one
-  // thread).
+  // A decoded token or a batch's in one parallel region (ExecContext::one_region): first prepare()
+  // for every op on one thread, before the region (what must not race: growing state, flags, what
+  // its threads share in the scratch); then every thread of the team calls run_in_team() for each
+  // op in turn, with a barrier after each. An op does its share of the work, split as run() would
+  // split it over team.size threads, so the results are the same bits. The default: thread 0 runs
+  // run() alone (the same context, on one thread).
   virtual void prepare(const ExecContext& ctx, std::size_t rows) const;
   virtual void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                            const Tensor& out, Team team) const;

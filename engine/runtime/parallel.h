@@ -62,4 +62,27 @@ void team_ranges(std::size_t n, std::size_t align, Team team, std::size_t cost_p
   if (part < r.parts) body(part * r.per, std::min(n, (part + 1) * r.per));
 }
 
+// An op's split written once for both ways it runs (graph.h): CallSplit, a run of the caller's
+// team per split (Op::run); MemberSplit, this member's share of the same ranges in a region
+// already open (Op::run_in_team). sync() orders two splits of one op: every thread's ranges of
+// the first are done before any thread starts the second (nothing to do for CallSplit, whose runs
+// end together). Every member must reach a MemberSplit's sync: what runs before it must not throw.
+struct CallSplit {
+  int n_threads;
+  template <class Body>
+  void ranges(std::size_t n, std::size_t align, std::size_t cost_per_item, const Body& body) const {
+    parallel_ranges(n, align, n_threads, cost_per_item, body);
+  }
+  void sync() const {}
+};
+
+struct MemberSplit {
+  Team team;
+  template <class Body>
+  void ranges(std::size_t n, std::size_t align, std::size_t cost_per_item, const Body& body) const {
+    team_ranges(n, align, team, cost_per_item, body);
+  }
+  void sync() const { kernels::ThreadTeam::barrier_of_run(team); }
+};
+
 }  // namespace aft

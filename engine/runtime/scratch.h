@@ -39,6 +39,14 @@ class Scratch {
     return slots_[thread]->get<T>();
   }
 
+  // The calling thread's T (the slot of member 0), for what a region's members share: made (and
+  // sized) before the region, in Op::prepare, so that no member adds to the slot while others read.
+  template <class T>
+  T& shared() {
+    if (slots_.empty()) throw Error(AFT_ERR_INTERNAL, "scratch: no call begun");
+    return slots_[0]->get<T>();
+  }
+
  private:
   // One object of each type asked for, found by a per-type key: a few entries, searched in order.
   class Slot {

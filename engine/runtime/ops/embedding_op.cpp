@@ -25,14 +25,23 @@ class EmbeddingOp final : public Op {
   }
 
   void run(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out) const override {
+    embed(ctx, out, CallSplit{ctx.n_threads});
+  }
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>&, const Tensor& out,
+                   Team team) const override {
+    embed(ctx, out, MemberSplit{team});
+  }
+
+ private:
+  template <class Split>
+  void embed(const ExecContext& ctx, const Tensor& out, const Split& split) const {
     // Per row: a copy, and a sine and a cosine per channel pair for sinusoidal positions.
     const std::size_t cost = positions_ == PosEncoding::Sinusoidal ? 20 * width_ : width_;
-    parallel_ranges(out.rows, 1, ctx.n_threads, cost, [&](std::size_t r0, std::size_t r1) {
+    split.ranges(out.rows, 1, cost, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r) embed_row(ctx, r, out);
     });
   }
 
- private:
   void embed_row(const ExecContext& ctx, std::size_t r, const Tensor& out) const {
     const float* embedding = table_ + static_cast<std::size_t>(ctx.tokens[r]) * width_;
     float* y = out.row(r);

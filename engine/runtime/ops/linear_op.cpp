@@ -84,23 +84,13 @@ class LinearOp final : public Op {
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
+    const CallSplit split{ctx.n_threads};
     if (w_.type == kernels::WeightType::Q8_0 && out.rows != 1) {
       // A prompt's rows as a batch's: integer products of 8-bit blocks (VNNI where the CPU has
       // it), faster than widening W to f32 for oneDNN, and each row the bits it gets decoded
-      // alone. The rows are quantized once, split among the threads.
-      SharedQuantizedInput& x = ctx.scratch.local<SharedQuantizedInput>();
-      x.reserve(out.rows * in_width_);
-      parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kPrepareWorkPerValue,
-                      [&](std::size_t begin, std::size_t end) {
-                        ctx.kernels.quantize_q8_0(
-                            (end - begin) * in_width_, in.row(begin),
-                            x.values.data() + begin * in_width_,
-                            x.scales.data() + begin * in_width_ / kernels::kQ8BlockSize);
-                      });
-      parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
-                      [&](std::size_t begin, std::size_t end) {
-                        gemv_rows(ctx, w_, in, &x, nullptr, residual, out, begin, end);
-                      });
+      // alone.
+      reserve_input(ctx, out.rows, Input::Quantized);
+      products(ctx, w_, Input::Quantized, in, residual, out, split);
       return;
     }
     const bool prompt = out.rows != 1 && ctx.one_sequence();
@@ -115,41 +105,80 @@ class LinearOp final : public Op {
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
     }
-    const kernels::WeightMatrix& w = tile_prompt ? bf16_prompt_weights(ctx) : w_;
-    // One token per sequence: matrix-vector products, bound by reading the weights once (for
-    // every sequence of a batch), and the bits of a sequence decoded alone. A batch's rows are
-    // rounded to bf16 once, split among the threads, as q8_0's are quantized: every thread
-    // rounding all of them took 8% of a step of 16 (docs/benchmarks.md).
-    const RoundedInput* rounded = nullptr;
-    if ((rounds_to_bf16_ || tile_prompt) && out.rows != 1) {
-      SharedRoundedInput& x = ctx.scratch.local<SharedRoundedInput>();
-      const std::size_t stride = kernels::bf16_packed_cols(in_width_);
-      x.reserve(out.rows * stride);
-      parallel_ranges(out.rows, 1, ctx.n_threads, in_width_ * kPrepareWorkPerValue,
-                      [&](std::size_t begin, std::size_t end) {
-                        round_rows_to_bf16(ctx.kernels, in, begin, end, x.values.data());
-                      });
-      rounded = &x;
-    }
-    parallel_ranges(out_width_, kRowAlign, ctx.n_threads, in_width_ * out.rows,
-                    [&](std::size_t begin, std::size_t end) {
-                      gemv_rows(ctx, w, in, nullptr, rounded, residual, out, begin, end);
-                    });
+    const Input input =
+        (rounds_to_bf16_ || tile_prompt) && out.rows != 1 ? Input::Rounded : Input::AsIs;
+    reserve_input(ctx, out.rows, input);
+    products(ctx, tile_prompt ? bf16_prompt_weights(ctx) : w_, input, in, residual, out, split);
   }
 
+  // A decoded token, or a batch's (a token per sequence), in one region: run()'s split.
+  void prepare(const ExecContext& ctx, std::size_t rows) const override {
+    reserve_input(ctx, rows, batch_input(rows));
+  }
   void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
                    Team team) const override {
-    if (out.rows != 1) {
-      Op::run_in_team(ctx, inputs, out, team);
-      return;
-    }
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
-    team_ranges(out_width_, kRowAlign, team, in_width_, [&](std::size_t begin, std::size_t end) {
-      gemv_rows(ctx, w_, inputs[0], nullptr, nullptr, residual, out, begin, end);
-    });
+    products(ctx, w_, batch_input(out.rows), inputs[0], residual, out, MemberSplit{team});
   }
 
  private:
+  // What the products read of the input rows: the rows as they are (f32 weights; one token's
+  // row, which each thread quantizes or rounds itself, as it needs), or all rows prepared once,
+  // split among the threads: quantized to 8-bit blocks (q8_0) or rounded to bf16 (bf16 weights
+  // on the matrix units). Every thread preparing all of a batch's rows took 8% of a step of 16
+  // (docs/benchmarks.md).
+  enum class Input { AsIs, Quantized, Rounded };
+
+  // A decode's: a batch's rows are prepared once where the weights need it.
+  Input batch_input(std::size_t rows) const {
+    if (rows == 1) return Input::AsIs;
+    if (w_.type == kernels::WeightType::Q8_0) return Input::Quantized;
+    return rounds_to_bf16_ ? Input::Rounded : Input::AsIs;
+  }
+
+  // The shared prepared rows, sized before any thread writes them (Scratch::shared).
+  void reserve_input(const ExecContext& ctx, std::size_t rows, Input input) const {
+    if (input == Input::Quantized) {
+      ctx.scratch.shared<SharedQuantizedInput>().reserve(rows * in_width_);
+    } else if (input == Input::Rounded) {
+      ctx.scratch.shared<SharedRoundedInput>().reserve(rows * kernels::bf16_packed_cols(in_width_));
+    }
+  }
+
+  // Matrix-vector products, bound by reading the weights once for every row (a sequence's token,
+  // or a prompt's row on the batch GEMV), each row the bits it gets decoded alone: the rows
+  // prepared as `input` says, then each thread's range of output columns.
+  template <class Split>
+  void products(const ExecContext& ctx, const kernels::WeightMatrix& w, Input input,
+                const Tensor& in, const float* residual, const Tensor& out,
+                const Split& split) const {
+    const QuantizedInput* quantized = nullptr;
+    const RoundedInput* rounded = nullptr;
+    if (input == Input::Quantized) {
+      SharedQuantizedInput& x = ctx.scratch.shared<SharedQuantizedInput>();
+      split.ranges(
+          out.rows, 1, in_width_ * kPrepareWorkPerValue, [&](std::size_t begin, std::size_t end) {
+            ctx.kernels.quantize_q8_0((end - begin) * in_width_, in.row(begin),
+                                      x.values.data() + begin * in_width_,
+                                      x.scales.data() + begin * in_width_ / kernels::kQ8BlockSize);
+          });
+      quantized = &x;
+      split.sync();
+    } else if (input == Input::Rounded) {
+      SharedRoundedInput& x = ctx.scratch.shared<SharedRoundedInput>();
+      split.ranges(out.rows, 1, in_width_ * kPrepareWorkPerValue,
+                   [&](std::size_t begin, std::size_t end) {
+                     round_rows_to_bf16(ctx.kernels, in, begin, end, x.values.data());
+                   });
+      rounded = &x;
+      split.sync();
+    }
+    split.ranges(out_width_, kRowAlign, in_width_ * out.rows,
+                 [&](std::size_t begin, std::size_t end) {
+                   gemv_rows(ctx, w, in, quantized, rounded, residual, out, begin, end);
+                 });
+  }
+
   // The weights of a prompt on the tiles: bf16 ones as they are, f32 ones rounded to bf16 into a
   // copy that the first such prompt makes (as the Matmul made its copy for oneDNN: a model that
   // only decodes holds none).

@@ -75,7 +75,8 @@ class AftMixerOp final : public Op {
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
     if (!ctx.one_sequence()) {
-      run_batch(ctx, inputs, out);
+      prepare(ctx, out.rows);
+      run_batch(ctx, inputs, out, CallSplit{ctx.n_threads});
       return;
     }
     MixerState& state = layer_state(ctx, 0, layer_);
@@ -119,9 +120,13 @@ class AftMixerOp final : public Op {
     }
   }
 
-  // One token (the only use of a team): run()'s split of the channel blocks.
+  // One token, or a batch's (a token per sequence): run()'s split.
   void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
                    Team team) const override {
+    if (!ctx.one_sequence()) {
+      run_batch(ctx, inputs, out, MemberSplit{team});
+      return;
+    }
     if (out.rows != 1) {
       Op::run_in_team(ctx, inputs, out, team);
       return;
@@ -158,10 +163,12 @@ class AftMixerOp final : public Op {
     return end;
   }
 
-  // A batch decode: row r is the next token of sequence r, on its own state; threads take
-  // (row, channel block) units, and each runs as that sequence's decode would.
-  void run_batch(const ExecContext& ctx, const std::vector<Tensor>& inputs,
-                 const Tensor& out) const {
+  // A batch decode, after prepare(): row r is the next token of sequence r, on its own state;
+  // threads take (row, channel block) units, and each runs as that sequence's decode would. In a
+  // region each thread weighs the rows' windows itself, as one token's threads do.
+  template <class Split>
+  void run_batch(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                 const Split& split) const {
     const SharedWindowWeights* shared = nullptr;
     if (window_ > 0 && !bias_.per_channel_max()) {
       SharedWindowWeights& weights = ctx.scratch.local<SharedWindowWeights>();
@@ -169,17 +176,15 @@ class AftMixerOp final : public Op {
       shared = &weights;
     }
     const std::size_t blocks = Blocks::blocks_of(out.width);
-    parallel_ranges(out.rows * blocks, 1, ctx.n_threads, block_cost(ctx, out.rows) / out.rows,
-                    [&](std::size_t u0, std::size_t u1) {
-                      for (std::size_t u = u0; u < u1; ++u) {
-                        const std::size_t r = u / blocks, block = u % blocks;
-                        MixerState& state = layer_state(ctx, r, layer_);
-                        run_block(ctx, inputs, out,
-                                  session_block(state, block, rollback_of(ctx, r)), shared,
-                                  !state.frame_valid, block, r, r + 1);
-                      }
-                    });
-    for (std::size_t r = 0; r < out.rows; ++r) layer_state(ctx, r, layer_).frame_valid = true;
+    split.ranges(out.rows * blocks, 1, block_cost(ctx, out.rows) / out.rows,
+                 [&](std::size_t u0, std::size_t u1) {
+                   for (std::size_t u = u0; u < u1; ++u) {
+                     const std::size_t r = u / blocks, block = u % blocks;
+                     MixerState& state = layer_state(ctx, r, layer_);
+                     run_block(ctx, inputs, out, session_block(state, block, rollback_of(ctx, r)),
+                               shared, state.reframe_pending, block, r, r + 1);
+                   }
+                 });
   }
 
   void fill_shared_weights(const ExecContext& ctx, std::size_t rows,

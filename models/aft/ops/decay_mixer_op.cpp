@@ -37,15 +37,7 @@ class DecayMixerOp final : public Op {
            const Tensor& out) const override {
     const std::size_t blocks = Blocks::blocks_of(out.width);
     if (!ctx.one_sequence()) {
-      // A batch decode: row r is the next token of sequence r; threads take (row, block) units.
-      parallel_ranges(out.rows * blocks, 1, ctx.n_threads, Blocks::kBlock * kStepCost,
-                      [&](std::size_t u0, std::size_t u1) {
-                        for (std::size_t u = u0; u < u1; ++u) {
-                          const std::size_t r = u / blocks;
-                          run_block(ctx.kernels, inputs, out, layer_state(ctx, r, layer_),
-                                    u % blocks, r, r + 1);
-                        }
-                      });
+      run_batch(ctx, inputs, out, CallSplit{ctx.n_threads});
       return;
     }
     MixerState& state = layer_state(ctx, 0, layer_);
@@ -61,10 +53,14 @@ class DecayMixerOp final : public Op {
                     });
   }
 
-  // One token: run()'s split of the channel blocks.
+  // One token, or a batch's (a token per sequence): run()'s split.
   void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
                    Team team) const override {
-    if (out.rows != 1 || !ctx.one_sequence()) {
+    if (!ctx.one_sequence()) {
+      run_batch(ctx, inputs, out, MemberSplit{team});
+      return;
+    }
+    if (out.rows != 1) {
       Op::run_in_team(ctx, inputs, out, team);
       return;
     }
@@ -78,6 +74,20 @@ class DecayMixerOp final : public Op {
   }
 
  private:
+  // A batch decode: row r is the next token of sequence r; threads take (row, block) units.
+  template <class Split>
+  void run_batch(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                 const Split& split) const {
+    const std::size_t blocks = Blocks::blocks_of(out.width);
+    split.ranges(
+        out.rows * blocks, 1, Blocks::kBlock * kStepCost, [&](std::size_t u0, std::size_t u1) {
+          for (std::size_t u = u0; u < u1; ++u) {
+            const std::size_t r = u / blocks;
+            run_block(ctx.kernels, inputs, out, layer_state(ctx, r, layer_), u % blocks, r, r + 1);
+          }
+        });
+  }
+
   // Rows [r0, r1) of channel block `block` on the sums (m, a, b) of the block's channels.
   void run_rows(const kernels::KernelTable& k, const std::vector<Tensor>& inputs, const Tensor& out,
                 double* m, double* a, double* b, std::size_t block, std::size_t r0,
