@@ -180,14 +180,13 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
     const MixerState& layer = state.layers[i];
     const auto rows = r.value<uint64_t>();
     const auto frame_valid = r.value<uint64_t>();
-    // The engine keeps the rows every position so far needs, at most the ring's capacity.
-    const std::size_t needed =
-        std::min<std::size_t>(layer.capacity, static_cast<std::size_t>(position));
-    if (rows > layer.capacity || rows < needed || frame_valid > 1) {
+    // Exactly the rows the positions read, as the writer saves them: a state saves back the
+    // bytes it was restored from.
+    const std::size_t needed = rows_in_use(layer, position);
+    if (rows != needed || frame_valid > 1) {
       Reader::fail("layer " + std::to_string(i) + ": " + std::to_string(rows) +
                    " key rows at position " + std::to_string(position) + " (expected " +
-                   std::to_string(needed) + " to " + std::to_string(layer.capacity) +
-                   "), frame flag " + std::to_string(frame_valid));
+                   std::to_string(needed) + "), frame flag " + std::to_string(frame_valid));
     }
     places.push_back({static_cast<std::size_t>(rows), frame_valid == 1, bytes + r.at()});
     r.skip(layer_array_bytes(layer, static_cast<std::size_t>(rows)));
