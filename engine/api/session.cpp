@@ -219,11 +219,11 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
     for (std::size_t i = 0; i < n; ++i) {
       sequences[i] = Sequence{states[i], &sessions[i]->rollback_};
     }
+    // In one parallel region, as a decoded token of the same model is.
+    const bool one_region = config.matmul_parameters() >= kOneRegionMinParameters;
     for (std::size_t done = 0; done < n;) {
       const std::size_t rows = std::min(kMaxChunkRows, n - done);
-      // A sequence per row (a chunk of one row is also a sequence's next token alone), in one
-      // parallel region as a decoded token is.
-      const bool one_region = config.matmul_parameters() >= kOneRegionMinParameters;
+      // A sequence per row (a chunk of one row is also a sequence's next token alone).
       const ExecContext ctx{
           runtime_kernels(), threads.count(), tokens + done, sequences.data() + done, rows,
           lead.scratch_,     one_region};
