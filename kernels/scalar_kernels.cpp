@@ -237,9 +237,10 @@ void aft_window_output_f32(std::size_t n, const float* q, const double* m, const
                            const float* sb, float* y) {
   for (std::size_t c = 0; c < n; ++c) {
     const double frame = double(r[c]) + w[c];
-    const double top = std::max(m[c], frame);
-    const double global = std::exp(m[c] - top);
-    const double window = std::exp(frame - top);
+    // One exp, the smaller side's rescale; the larger side's is exp(0) = 1.
+    const double e = std::exp(std::min(m[c], frame) - std::max(m[c], frame));
+    const double global = m[c] >= frame ? 1.0 : e;
+    const double window = m[c] >= frame ? e : 1.0;
     y[c] = aft_output(q[c], a[c] * global + sa[c] * window, b[c] * global + sb[c] * window);
   }
 }
