@@ -41,6 +41,18 @@ std::size_t layer_bytes(const MixerState& layer, int64_t position) {
   return kLayerHeaderBytes + layer_array_bytes(layer, rows_in_use(layer, position));
 }
 
+// The saved rows of a layer's keys, values and scaled keys in the blob's order (array after
+// array, channel block after block): visit(first value, count) for each run of them. Layer:
+// MixerState, const for the writer.
+template <class Layer, class Visit>
+void visit_saved_rows(Layer& layer, std::size_t rows, const Visit& visit) {
+  for (auto* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
+    for (std::size_t block = 0; block < rows_of->blocks() && rows > 0; ++block) {
+      visit(rows_of->row(0, block), rows * ChannelBlockedRows::kBlock);
+    }
+  }
+}
+
 // Copies n values from bytes at `from` (any alignment); returns where the next ones start.
 template <class T>
 const unsigned char* copy_values(const unsigned char* from, T* to, std::size_t n) {
@@ -130,11 +142,7 @@ void write_state_blob(const SessionState& state, uint32_t model_fingerprint, voi
     w.values(layer.frame.data(), layer.frame.size());
     w.values(layer.last_input.data(), layer.last_input.size());
     w.values(layer.ffn_last_input.data(), layer.ffn_last_input.size());
-    for (const ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      for (std::size_t block = 0; block < rows_of->blocks() && rows > 0; ++block) {
-        w.values(rows_of->row(0, block), rows * ChannelBlockedRows::kBlock);
-      }
-    }
+    visit_saved_rows(layer, rows, [&](const float* run, std::size_t n) { w.values(run, n); });
   }
   w.value<uint64_t>(state_checksum(out, w.at()));
 }
@@ -221,12 +229,8 @@ void read_state_blob(const void* data, std::size_t size, uint32_t model_fingerpr
     from = copy_values(from, layer.frame.data(), d);
     from = copy_values(from, layer.last_input.data(), layer.last_input.size());
     from = copy_values(from, layer.ffn_last_input.data(), layer.ffn_last_input.size());
-    const std::size_t rows = places[i].rows;
-    for (ChannelBlockedRows* rows_of : {&layer.keys, &layer.values, &layer.scaled_keys}) {
-      for (std::size_t block = 0; block < rows_of->blocks() && rows > 0; ++block) {
-        from = copy_values(from, rows_of->row(0, block), rows * ChannelBlockedRows::kBlock);
-      }
-    }
+    visit_saved_rows(layer, places[i].rows,
+                     [&](float* run, std::size_t n) { from = copy_values(from, run, n); });
   }
 }
 
