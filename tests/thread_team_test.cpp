@@ -40,23 +40,25 @@ TEST(ThreadTeam, EveryMemberRunsOnceWithItsId) {
   }
 }
 
-TEST(ThreadTeam, BarrierOrdersEachPhase) {
-  constexpr int kSize = 4;
-  constexpr int kPhases = 2000;
-  std::vector<int> written(kSize, -1);  // plain ints: the barrier alone orders them
-  std::atomic<int> wrong{0};
+TEST(ThreadTeam, BarrierOrdersEachPhaseAtEverySize) {
+  // Sizes up and down, powers of two and not, each run after a run of another size.
   ThreadTeam& team = ThreadTeam::of_this_thread();
-  team.run(kSize, [&](TeamMember member) {
-    for (int phase = 0; phase < kPhases; ++phase) {
-      written[static_cast<std::size_t>(member.id)] = phase;
-      team.barrier(member);
-      for (int other = 0; other < kSize; ++other) {
-        if (written[static_cast<std::size_t>(other)] != phase) wrong.fetch_add(1);
+  for (int size : {4, 2, 3, 5, 8, 7, 2, 6, 3}) {
+    constexpr int kPhases = 500;
+    std::vector<int> written(static_cast<std::size_t>(size), -1);
+    std::atomic<int> wrong{0};
+    team.run(size, [&](TeamMember member) {
+      for (int phase = 0; phase < kPhases; ++phase) {
+        written[static_cast<std::size_t>(member.id)] = phase;
+        team.barrier(member);
+        for (int other = 0; other < size; ++other) {
+          if (written[static_cast<std::size_t>(other)] != phase) wrong.fetch_add(1);
+        }
+        team.barrier(member);
       }
-      team.barrier(member);
-    }
-  });
-  EXPECT_EQ(wrong.load(), 0);
+    });
+    EXPECT_EQ(wrong.load(), 0) << "size " << size;
+  }
 }
 
 TEST(ThreadTeam, NestedRunStaysOnItsThread) {

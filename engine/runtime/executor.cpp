@@ -1,6 +1,7 @@
 #include "executor.h"
 
 #include "kernels/thread_team.h"
+#include "region_barriers.h"
 
 namespace aft {
 namespace {
@@ -48,26 +49,40 @@ class NodeTensors {
   std::size_t rows_, output_rows_;
 };
 
+// What a call in one region decides before it: the rows each node computes, and where the members
+// wait for each other. In the calling thread's scratch, read by every member.
+struct RegionPlan {
+  std::vector<std::size_t> node_rows;
+  RegionBarriers barriers;
+};
+
 // One run of the team for the whole call (a decoded token, or a batch's): each op splits its work
-// over the team, a barrier between ops, instead of a run per op. An exception stops no thread early
-// (every thread reaches every barrier); the first one is rethrown after the region.
-void execute_in_one_region(const Graph& graph, const NodeTensors& tensors, const ExecContext& ctx) {
+// over the team, a barrier between ops where one reads what another wrote (region_barriers.h),
+// instead of a run per op. An exception stops no thread early (every thread reaches every
+// barrier); the first one is rethrown after the region.
+void execute_in_one_region(const Graph& graph, const BufferPlan& plan, const NodeTensors& tensors,
+                           const ExecContext& ctx) {
   std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
+  RegionPlan& region = ctx.scratch.local<RegionPlan>();
+  region.node_rows.clear();
   for (const Node& node : graph.nodes()) {
     const Tensor out = tensors.gather(node, inputs);
+    region.node_rows.push_back(out.rows);
     if (out.rows > 0) node.op->prepare(ctx, out.rows);
   }
+  region.barriers.plan(graph, plan, region.node_rows);
   kernels::FirstException error;
   kernels::ThreadTeam& threads = kernels::ThreadTeam::of_this_thread();
   threads.run(ctx.n_threads, [&](Team team) {
-    for (const Node& node : graph.nodes()) {
-      if (tensors.rows_of(node.output) == 0) continue;
+    const std::vector<Node>& nodes = graph.nodes();
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (region.node_rows[i] == 0) continue;
       error.run([&] {
         std::vector<Tensor>& node_inputs = ctx.scratch.local<NodeInputs>().tensors;
-        const Tensor out = tensors.gather(node, node_inputs);
-        node.op->run_in_team(ctx, node_inputs, out, team);
+        const Tensor out = tensors.gather(nodes[i], node_inputs);
+        nodes[i].op->run_in_team(ctx, node_inputs, out, team);
       });
-      threads.barrier(team);
+      if (region.barriers.after(i)) threads.barrier(team);
     }
   });
   error.rethrow();
@@ -79,7 +94,7 @@ Tensor execute(const Graph& graph, const BufferPlan& plan, const std::vector<flo
                const ExecContext& ctx, std::size_t rows, std::size_t output_rows) {
   const NodeTensors tensors(graph, plan, buffers, rows, output_rows);
   if (ctx.one_region && ctx.n_threads > 1) {
-    execute_in_one_region(graph, tensors, ctx);
+    execute_in_one_region(graph, plan, tensors, ctx);
   } else {
     std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
     for (const Node& node : graph.nodes()) {

@@ -15,6 +15,8 @@ void Op::run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, 
   run(alone, inputs, out);
 }
 
+bool Op::touches_only_its_tensors(std::size_t) const { return false; }
+
 ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs,
                         const std::string& name, std::size_t width, RowSet rows) {
   for (ValueId input : inputs) {

@@ -66,6 +66,11 @@ class Op {
   virtual void prepare(const ExecContext& ctx, std::size_t rows) const;
   virtual void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs,
                            const Tensor& out, Team team) const;
+  // Whether run_in_team for `rows` rows reads nothing but its inputs and the model's weights and
+  // writes nothing but its output: no sequence state, nothing its members share in the scratch,
+  // no sync between them. Then the executor may leave out the barrier between it and a
+  // neighbour of the same kind that does not read what it writes (region_barriers.h).
+  virtual bool touches_only_its_tensors(std::size_t rows) const;
 };
 
 using ValueId = std::size_t;

@@ -120,6 +120,11 @@ class LinearOp final : public Op {
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
     products(ctx, w_, batch_input(out.rows), inputs[0], residual, out, MemberSplit{team});
   }
+  // Rows taken as they are: each member reads the input and writes its own output columns (one
+  // token's row quantized or rounded in its own scratch).
+  bool touches_only_its_tensors(std::size_t rows) const override {
+    return batch_input(rows) == Input::AsIs;
+  }
 
  private:
   // What the products read of the input rows: the rows as they are (f32 weights; one token's
