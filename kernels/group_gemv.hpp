@@ -129,7 +129,7 @@ template <class A, class C, std::size_t G, std::size_t V>
   }
   // The weight is pinned to a register: left to itself, GCC folds its load into every
   // multiply-add (a load per product).
-  const auto load = [&](std::size_t s, typename C::W* wv) [[gnu::always_inline]] {
+  const auto load = [&](std::size_t s, typename C::W* wv) {
     for (std::size_t i = 0; i < R; ++i) {
       wv[i] = C::load(w + i / P * group_stride + s * C::kStepValues + i % P * L * C::kLaneValues);
       keep_in_register(wv[i]);
