@@ -105,6 +105,22 @@ TEST(RegionBarriers, LeftOutOnlyBetweenNodesThatShareNothingWritten) {
             (std::vector<bool>{true, false, true, true, false}));
 }
 
+TEST(RegionBarriers, PlannedAgainForOtherRows) {
+  const ScaledSums g;
+  const BufferPlan plan = plan_buffers(g.graph);
+  RegionBarriers barriers;  // one object, as a session's scratch keeps it from call to call
+  for (const std::vector<std::size_t>& rows :
+       {std::vector<std::size_t>{1, 1, 1, 1, 1}, {1, 1, 0, 1, 1}, {1, 1, 1, 1, 1}}) {
+    barriers.plan(g.graph, plan, rows);
+    EXPECT_EQ(barriers.after(g.a), rows[g.b] == 0);
+  }
+  // The same rows of another graph's buffers.
+  BufferPlan other = plan;
+  other.value_buffer[g.b] = other.value_buffer[g.a];
+  barriers.plan(g.graph, other, {1, 1, 1, 1, 1});
+  EXPECT_TRUE(barriers.after(g.a));
+}
+
 TEST(RegionBarriers, KeptBeforeANodeThatOverwritesABufferReadSinceTheLast) {
   const ScaledSums g;
   // A plan (made by hand) that gives b the source's buffer: b would overwrite what a reads.

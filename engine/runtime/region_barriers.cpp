@@ -13,6 +13,9 @@ bool contains(const std::vector<std::size_t>& buffers, std::size_t buffer) {
 
 void RegionBarriers::plan(const Graph& graph, const BufferPlan& buffers,
                           const std::vector<std::size_t>& node_rows) {
+  if (&graph == graph_ && &buffers == buffers_ && node_rows == node_rows_) return;
+  // Kept only once whole: an allocation that fails below leaves no plan to reuse.
+  graph_ = nullptr;
   const std::vector<Node>& nodes = graph.nodes();
   after_.assign(nodes.size(), false);
   read_.clear();
@@ -42,6 +45,9 @@ void RegionBarriers::plan(const Graph& graph, const BufferPlan& buffers,
     previous_local = local;
   }
   if (previous < nodes.size()) after_[previous] = true;
+  node_rows_ = node_rows;
+  buffers_ = &buffers;
+  graph_ = &graph;
 }
 
 }  // namespace aft

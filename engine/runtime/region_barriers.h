@@ -16,8 +16,9 @@ namespace aft {
 
 class RegionBarriers {
  public:
-  // node_rows[i]: the rows node i computes in this call (0: it does not run). Keeps its memory
-  // for the next call.
+  // node_rows[i]: the rows node i computes in this call (0: it does not run). The plan of the
+  // last call is kept (a graph and its buffer plan do not change while a model is loaded): a
+  // decode's calls, all alike, plan once (0.7 us an enwik8 token otherwise).
   void plan(const Graph& graph, const BufferPlan& buffers,
             const std::vector<std::size_t>& node_rows);
 
@@ -25,6 +26,10 @@ class RegionBarriers {
   bool after(std::size_t node) const { return after_[node]; }
 
  private:
+  // What the plan is for.
+  const Graph* graph_ = nullptr;
+  const BufferPlan* buffers_ = nullptr;
+  std::vector<std::size_t> node_rows_;
   std::vector<bool> after_;
   // The buffers read and written by the nodes since the last barrier.
   std::vector<std::size_t> read_, written_;
