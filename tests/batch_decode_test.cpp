@@ -87,9 +87,10 @@ TEST_P(BatchDecodeTest, EachSessionGetsTheBitsOfDecodingAlone) {
   }
 }
 
-// Wide enough that every op is split (d = 768: 6 matmul column blocks, 12 channel blocks) and that
-// a batch runs in one parallel region (over 2^22 matmul weights), its ops' (row, block) units
-// split among the region's threads: each session still gets the bits of decoding alone.
+// Wide enough that every op is split (d = 768: 6 matmul column blocks, 12 channel blocks; 16 rows
+// of norms and token shifts) and that a batch runs in one parallel region (over 2^22 matmul
+// weights), its ops' (row, block) units split among the region's threads: each session still gets
+// the bits of decoding alone.
 TEST_P(BatchDecodeTest, WideModelsMatchTheOneRegionDecode) {
   nlohmann::json config = tiny_config(GetParam());
   config["d_model"] = 768;
@@ -100,7 +101,9 @@ TEST_P(BatchDecodeTest, WideModelsMatchTheOneRegionDecode) {
   aft_model_info info{};
   ASSERT_EQ(aft_model_get_info(model.get(), &info), AFT_OK);
   ASSERT_GE(info.n_matmul_parameters, int64_t{1} << 22);
-  expect_batch_equals_alone(model.get(), {5, 0, 40}, 3, 2, GetParam());
+  std::vector<std::size_t> prompts = {5, 0, 40};
+  while (prompts.size() < 16) prompts.push_back(prompts.size() * 13 % 41);
+  expect_batch_equals_alone(model.get(), prompts, 3, 2, GetParam());
 }
 
 // The same in one region with 8-bit and bf16 weights (by aft-quantize): a batch's rows are

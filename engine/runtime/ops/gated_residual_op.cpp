@@ -10,10 +10,23 @@ class GatedResidualOp final : public Op {
  public:
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
+    add(ctx, inputs, out, CallSplit{ctx.n_threads});
+  }
+  // A batch's rows split among the members as run() splits them.
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                   Team team) const override {
+    add(ctx, inputs, out, MemberSplit{team});
+  }
+  bool touches_only_its_tensors(std::size_t) const override { return true; }
+
+ private:
+  template <class Split>
+  void add(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+           const Split& split) const {
     const Tensor& gate = inputs[0];
     const Tensor& y = inputs[1];
     const Tensor& x = inputs[2];
-    parallel_ranges(out.rows, 1, ctx.n_threads, 4 * out.width, [&](std::size_t r0, std::size_t r1) {
+    split.ranges(out.rows, 1, 4 * out.width, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r) {
         std::copy_n(x.row(r), out.width, out.row(r));
         ctx.kernels.gated_add_f32(out.width, gate.row(r), y.row(r), out.row(r));

@@ -11,16 +11,26 @@ class LayerNormOp final : public Op {
 
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
-    const Tensor& in = inputs[0];
-    parallel_ranges(
-        out.rows, 1, ctx.n_threads, 4 * out.width, [&](std::size_t begin, std::size_t end) {
-          for (std::size_t r = begin; r < end; ++r) {
-            ctx.kernels.layer_norm_f32(out.width, in.row(r), gamma_, beta_, eps_, out.row(r));
-          }
-        });
+    normalize(ctx, inputs[0], out, CallSplit{ctx.n_threads});
   }
+  // A batch's rows split among the members as run() splits them (one token's row stays on one).
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                   Team team) const override {
+    normalize(ctx, inputs[0], out, MemberSplit{team});
+  }
+  bool touches_only_its_tensors(std::size_t) const override { return true; }
 
  private:
+  template <class Split>
+  void normalize(const ExecContext& ctx, const Tensor& in, const Tensor& out,
+                 const Split& split) const {
+    split.ranges(out.rows, 1, 4 * out.width, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        ctx.kernels.layer_norm_f32(out.width, in.row(r), gamma_, beta_, eps_, out.row(r));
+      }
+    });
+  }
+
   const float* gamma_;
   const float* beta_;
   float eps_;

@@ -18,8 +18,18 @@ class TokenShiftOp final : public Op {
 
   void run(const ExecContext& ctx, const std::vector<Tensor>& inputs,
            const Tensor& out) const override {
-    const Tensor& x = inputs[0];
-    parallel_ranges(out.rows, 1, ctx.n_threads, 3 * out.width, [&](std::size_t r0, std::size_t r1) {
+    shift(ctx, inputs[0], out, CallSplit{ctx.n_threads});
+  }
+  // A batch's rows split among the members as run() splits them (one token's row stays on one).
+  void run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, const Tensor& out,
+                   Team team) const override {
+    shift(ctx, inputs[0], out, MemberSplit{team});
+  }
+
+ private:
+  template <class Split>
+  void shift(const ExecContext& ctx, const Tensor& x, const Tensor& out, const Split& split) const {
+    split.ranges(out.rows, 1, 3 * out.width, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r) {
         const float* previous = ctx.one_sequence() && r > 0 ? x.row(r - 1) : remembered(ctx, r);
         const float* now = x.row(r);
@@ -30,13 +40,14 @@ class TokenShiftOp final : public Op {
         // A batch's row is its sequence's only token: read above, replaced here.
         if (remembers_ && !ctx.one_sequence()) std::copy_n(now, out.width, remembered(ctx, r));
       }
+      // One sequence's rows read the remembered token in row 0 only, which the first range holds:
+      // it replaces it once done, whoever computes the other rows.
+      if (remembers_ && ctx.one_sequence() && r0 == 0) {
+        std::copy_n(x.row(out.rows - 1), out.width, remembered(ctx, 0));
+      }
     });
-    if (remembers_ && ctx.one_sequence()) {
-      std::copy_n(x.row(out.rows - 1), out.width, remembered(ctx, 0));
-    }
   }
 
- private:
   float* remembered(const ExecContext& ctx, std::size_t row) const {
     MixerState& layer = layer_state(ctx, row, layer_);
     return (input_ == ShiftedInput::Mixer ? layer.last_input : layer.ffn_last_input).data();
