@@ -35,13 +35,10 @@ struct Options {
 
 std::optional<Options> parse_args(int argc, char** argv) {
   std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") return std::nullopt;
-    if (arg.size() > 1 && arg[0] == '-') {
-      throw cli::UsageError("unknown option " + arg + " (see --help)");
-    }
-    positional.push_back(arg);
+  cli::Arguments args(argc, argv);
+  while (args.next()) {
+    if (args.help()) return std::nullopt;
+    positional.push_back(args.positional());
   }
   if (positional.size() != 3) {
     throw cli::UsageError("expected IN.aft OUT.aft and a dtype, found " +

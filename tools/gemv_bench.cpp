@@ -4,17 +4,20 @@
 // (decode) and batches of vectors (sequences decoding together), over weights that stay in cache
 // (what the micro-kernel itself does, in GFLOP/s: 2 per weight and vector) and over weights read
 // from memory (GB/s of weights). docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows
-// cols [isa]] (default 512 512, every ISA)
+// cols [isa]] (default 512 512, every ISA; --help)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels.h"
 #include "kernels/packed_weights.h"
+#include "tools/cli/arguments.h"
 
 namespace {
 
@@ -132,16 +135,62 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
   }
 }
 
-}  // namespace
+constexpr const char* kIsas[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
+                                 "avx2",      "sse2",       "neon",       "scalar"};
 
-int main(int argc, char** argv) {
-  const std::size_t rows = argc > 2 ? std::strtoull(argv[1], nullptr, 10) : 512;
-  const std::size_t cols = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 512;
-  const char* only = argc > 3 ? argv[3] : nullptr;
-  if (rows == 0 || cols == 0 || cols % aft::kernels::kQ8BlockSize != 0) {
-    std::fprintf(stderr, "usage: aft-gemv-bench [rows cols [isa]] (cols a multiple of 32)\n");
-    return 2;
+constexpr const char* kUsage =
+    "usage: aft-gemv-bench [ROWS COLS [ISA]]\n"
+    "\n"
+    "The GEMV micro-kernels on one thread: ROWS x COLS weights (default 512 512; COLS a\n"
+    "multiple of 32) by 1 to 16 vectors, in cache and from memory, for each ISA this CPU runs\n"
+    "(or only ISA: avx512amx, avx512bf16, avx512vnni, avx512, avx2, sse2, neon, scalar).\n";
+
+struct Options {
+  std::size_t rows = 512;
+  std::size_t cols = 512;
+  std::string only;  // one ISA, or every one
+};
+
+std::optional<Options> parse_args(int argc, char** argv) {
+  Options options;
+  std::vector<std::string> positional;
+  aft::cli::Arguments args(argc, argv);
+  while (args.next()) {
+    if (args.help()) return std::nullopt;
+    positional.push_back(args.positional());
   }
+  if (positional.size() == 1 || positional.size() > 3) {
+    throw aft::cli::UsageError("expected ROWS COLS [ISA], found " +
+                               std::to_string(positional.size()) +
+                               (positional.size() == 1 ? " argument" : " arguments"));
+  }
+  if (positional.size() >= 2) {
+    options.rows =
+        static_cast<std::size_t>(aft::cli::parse_integer("ROWS", positional[0], 1, 1 << 16));
+    options.cols =
+        static_cast<std::size_t>(aft::cli::parse_integer("COLS", positional[1], 32, 1 << 16));
+    if (options.cols % aft::kernels::kQ8BlockSize != 0) {
+      throw aft::cli::UsageError("COLS: expected a multiple of 32, found " + positional[1]);
+    }
+  }
+  if (positional.size() == 3) {
+    options.only = positional[2];
+    if (std::find_if(std::begin(kIsas), std::end(kIsas),
+                     [&](const char* isa) { return options.only == isa; }) == std::end(kIsas)) {
+      throw aft::cli::UsageError("ISA: expected one of the names below, found \"" + options.only +
+                                 "\"");
+    }
+    if (!aft::kernels::kernels_for_isa(options.only.c_str())) {
+      throw aft::cli::UsageError("ISA: " + options.only +
+                                 " is not built for this target or this CPU cannot run it");
+    }
+  }
+  return options;
+}
+
+int run_benchmarks(const Options& options) {
+  const std::size_t rows = options.rows;
+  const std::size_t cols = options.cols;
   const std::size_t kVectors[] = {1, 2, 4, 8, 16};
   const std::size_t max_vectors = 16;
   // Out of cache: copies that add up to 256 MB of f32 weights.
@@ -155,10 +204,9 @@ int main(int argc, char** argv) {
   std::printf("\n|---|---|---|");
   for (std::size_t i = 0; i < sizeof kVectors / sizeof kVectors[0]; ++i) std::printf("---:|");
   std::printf("\n");
-  for (const char* isa :
-       {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2", "neon", "scalar"}) {
+  for (const char* isa : kIsas) {
     const KernelTable* k = aft::kernels::kernels_for_isa(isa);
-    if (!k || (only && std::strcmp(only, isa) != 0)) continue;
+    if (!k || (!options.only.empty() && options.only != isa)) continue;
     Problem cached(*k, rows, cols, 1, max_vectors);
     Problem streamed(*k, rows, cols, copies, max_vectors);
     for (const char* type : {"f32", "bf16", "bf16x", "q8_0"}) {
@@ -178,4 +226,11 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return aft::cli::tool_main(
+      "aft-gemv-bench", kUsage, [&] { return parse_args(argc, argv); }, run_benchmarks);
 }

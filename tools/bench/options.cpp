@@ -75,7 +75,7 @@ std::optional<Options> parse_args(int argc, const char* const* argv) {
   while (args.next()) {
     const std::string& arg = args.arg();
     auto value = [&] { return args.value(); };
-    if (arg == "-h" || arg == "--help") return std::nullopt;
+    if (args.help()) return std::nullopt;
     if (arg == "-m" || arg == "--model") {
       options.model = value();
     } else if (arg == "-p" || arg == "--n-prompt") {

@@ -41,11 +41,19 @@ class Arguments {
     if (i_ + 1 >= argc_) throw UsageError(arg_ + ": missing value");
     return argv_[++i_];
   }
+  // Whether the current argument asks for the usage (-h, --help).
+  bool help() const { return arg_ == "-h" || arg_ == "--help"; }
+  // The current argument as a positional one: an unknown option is bad usage ("-" is not one).
+  const std::string& positional() const {
+    if (arg_.size() > 1 && arg_[0] == '-') {
+      throw UsageError("unknown option " + arg_ + " (see --help)");
+    }
+    return arg_;
+  }
   // The current argument as the tool's one positional MODEL: an unknown option or a second model
   // is bad usage.
   void model(std::string& model) const {
-    if (!arg_.empty() && arg_[0] == '-')
-      throw UsageError("unknown option " + arg_ + " (see --help)");
+    positional();
     if (!model.empty()) {
       throw UsageError("unexpected argument \"" + arg_ + "\" (the model is already " + model + ")");
     }

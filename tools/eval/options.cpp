@@ -46,7 +46,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
   while (args.next()) {
     const std::string& arg = args.arg();
     auto value = [&] { return args.value(); };
-    if (arg == "-h" || arg == "--help") return std::nullopt;
+    if (args.help()) return std::nullopt;
     if (arg == "--reference") {
       options.reference = value();
     } else if (arg == "--window") {
