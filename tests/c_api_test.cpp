@@ -47,6 +47,7 @@ TEST(CApi, MissingFileNamesThePath) {
   EXPECT_EQ(model, nullptr);
   EXPECT_NE(last_error().find("no/such/model.aft"), std::string::npos) << last_error();
   EXPECT_STREQ(aft_status_string(AFT_ERR_IO), "i/o error");
+  EXPECT_STREQ(aft_status_string(AFT_ERR_FORMAT), "malformed model file or session state");
 }
 
 TEST(CApi, KernelIsaIsNamed) {

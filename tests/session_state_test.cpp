@@ -12,6 +12,7 @@
 
 #include "api_handles.h"
 #include "model_file_writer.h"
+#include "models/aft/state_checksum.h"
 
 namespace aft::testing {
 namespace {
@@ -267,6 +268,44 @@ TEST(SessionStateCalls, BadArgumentsAreRefused) {
   EXPECT_EQ(aft_session_fork(nullptr, &fork), AFT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(fork, nullptr);
   EXPECT_EQ(aft_session_fork(session.get(), nullptr), AFT_ERR_INVALID_ARGUMENT);
+}
+
+// A model without a position limit takes any saved position up to int64_t's largest; a state
+// there takes no more tokens (the position would overflow), refused with the session unchanged,
+// alone and in a batch.
+TEST(SessionStateCalls, TheLastPositionTakesNoMoreTokens) {
+  TempFile file;
+  for (const char* mixer : {"simple", "decay"}) {
+    write_random_model(file.path(), tiny_config(mixer), 1, 0.1f);
+    ModelHandle model = load_model(file.path());
+    SessionHandle session = new_session(model.get());
+    eval(session.get(), model.get(), {1, 2}, AFT_LOGITS_NONE);
+    std::vector<uint8_t> blob = save(session.get());
+    constexpr std::size_t kPositionAt = 16;  // magic, version, fingerprint (docs/format.md)
+    const int64_t last = std::numeric_limits<int64_t>::max();
+    const int64_t before_last = last - 1;
+    std::memcpy(blob.data() + kPositionAt, &before_last, sizeof before_last);
+    const uint64_t checksum = state_checksum(blob.data(), blob.size() - 8);
+    std::memcpy(blob.data() + blob.size() - 8, &checksum, 8);
+    ASSERT_EQ(aft_session_state_load(session.get(), blob.data(), blob.size()), AFT_OK)
+        << mixer << ": " << aft_last_error();
+    const int32_t two[2] = {3, 4};
+    EXPECT_EQ(aft_session_eval(session.get(), two, 2, AFT_LOGITS_NONE, nullptr),
+              AFT_ERR_OUT_OF_RANGE)
+        << mixer;
+    EXPECT_NE(std::string(aft_last_error()).find("would pass the last position"), std::string::npos)
+        << mixer << ": " << aft_last_error();
+    EXPECT_EQ(aft_session_position(session.get()), before_last) << mixer;
+    eval(session.get(), model.get(), {3}, AFT_LOGITS_LAST);
+    EXPECT_EQ(aft_session_position(session.get()), last) << mixer;
+    EXPECT_EQ(aft_session_eval(session.get(), two, 1, AFT_LOGITS_NONE, nullptr),
+              AFT_ERR_OUT_OF_RANGE)
+        << mixer;
+    aft_session* batch[1] = {session.get()};
+    EXPECT_EQ(aft_batch_decode(batch, two, 1, AFT_LOGITS_NONE, nullptr), AFT_ERR_OUT_OF_RANGE)
+        << mixer;
+    EXPECT_EQ(aft_session_position(session.get()), last) << mixer;
+  }
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ const char* aft_status_string(aft_status status) {
     case AFT_ERR_IO:
       return "i/o error";
     case AFT_ERR_FORMAT:
-      return "malformed model file";
+      return "malformed model file or session state";
     case AFT_ERR_OUT_OF_RANGE:
       return "out of range";
     case AFT_ERR_TOKENIZE:

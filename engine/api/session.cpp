@@ -99,6 +99,14 @@ void Session::check_input(const int32_t* tokens, std::size_t n_tokens) const {
                                             std::to_string(vocab) + ")");
     }
   }
+  // A position past int64_t's range only comes from a loaded state (a model without a position
+  // limit accepts any position up to it): refused before the sum would overflow.
+  if (n_tokens > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - state_.position)) {
+    throw Error(AFT_ERR_OUT_OF_RANGE,
+                "the session is at position " + std::to_string(state_.position) + ": " +
+                    std::to_string(n_tokens) + " more tokens would pass the last position " +
+                    std::to_string(std::numeric_limits<int64_t>::max()));
+  }
   const int64_t limit = model_.config().max_positions();
   const int64_t end = state_.position + static_cast<int64_t>(n_tokens);
   if (limit > 0 && end > limit) {

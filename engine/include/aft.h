@@ -29,7 +29,7 @@ typedef enum aft_status {
   AFT_OK = 0,
   AFT_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad parameter value */
   AFT_ERR_IO = 2,               /* the file cannot be opened, read or mapped */
-  AFT_ERR_FORMAT = 3,           /* the model file is malformed */
+  AFT_ERR_FORMAT = 3,           /* a model file or a saved session state is malformed */
   AFT_ERR_OUT_OF_RANGE = 4, /* token id outside the vocabulary, position past the model's limit */
   AFT_ERR_TOKENIZE = 5,     /* text the tokenizer cannot represent */
   AFT_ERR_BUFFER_TOO_SMALL = 6, /* the output buffer is too small; the needed size is reported */
