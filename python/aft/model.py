@@ -53,7 +53,10 @@ class Model:
         (aft_matmul_precision in aft.h). use_mmap: kept for scripts; every weight matrix is packed
         into the process's memory at load either way (aft_model_params.use_mmap)."""
         self._lib = _library.library()
-        self._load(lambda params, out: self._lib.aft_model_load(os.fsencode(path), params, out),
+        encoded = os.fsencode(path)
+        if b"\0" in encoded:  # the library would read the path up to it: another file
+            raise ValueError(f"embedded null byte in the model's path {os.fsdecode(encoded)!r}")
+        self._load(lambda params, out: self._lib.aft_model_load(encoded, params, out),
                    verify_checksums, matmul_precision, use_mmap)
         self.path = os.fspath(path)
 

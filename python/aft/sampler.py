@@ -10,6 +10,10 @@ import numpy as np
 from . import _library
 from ._arrays import pointer, token_array
 from ._handle import OwnedHandle
+from ._integers import fixed_width
+
+# The integer parameters' C types (SamplerParams): checked, as ctypes would wrap them.
+_INTEGER_KINDS = {"top_k": "int32", "repeat_last_n": "int32", "seed": "uint64"}
 
 
 class Sampler:
@@ -31,8 +35,11 @@ class Sampler:
                          seed=seed)
         for name, value in overrides.items():
             if value is not None:
+                if name in _INTEGER_KINDS:
+                    value = fixed_width(name, value, _INTEGER_KINDS[name])
                 setattr(params, name, value)
-        biases = sorted((logit_bias or {}).items())
+        biases = sorted((fixed_width("logit_bias token", token, "int32"), bias)
+                        for token, bias in (logit_bias or {}).items())
         # The library copies the entries at creation: this array only lives through the call.
         entries = (_library.LogitBias * len(biases))(*biases)
         params.logit_bias = entries if biases else None

@@ -10,6 +10,8 @@ import numpy as np
 from . import _library
 from ._arrays import pointer, token_array
 from ._handle import OwnedHandle
+from ._integers import fixed_width
+from .errors import AftError
 from .model import Model
 
 _LOGITS_MODES = {"none": _library.LOGITS_NONE, "last": _library.LOGITS_LAST,
@@ -32,7 +34,7 @@ class Session:
     def __init__(self, model: Model, n_threads: int = 0):
         lib = _library.library()
         params = lib.aft_session_default_params()
-        params.n_threads = n_threads
+        params.n_threads = fixed_width("n_threads", n_threads, "int32")
         created = ctypes.c_void_p()
         lib.check(lib.aft_session_create(model.owned_handle().pointer, ctypes.byref(params),
                                          ctypes.byref(created)))
@@ -46,6 +48,7 @@ class Session:
                                    keep_alive=model_handle)
         self._vocab_size = model.info.vocab_size
         self._abort_callback = None  # the ctypes callback, alive while the library holds it
+        self._abort_raised: list[BaseException] = []  # what should_stop raised, for eval()
 
     def __enter__(self) -> Session:
         return self
@@ -78,14 +81,26 @@ class Session:
 
     @threads.setter
     def threads(self, n_threads: int) -> None:
-        self._lib.check(self._lib.aft_session_set_threads(self._pointer, n_threads))
+        self._lib.check(self._lib.aft_session_set_threads(
+            self._pointer, fixed_width("n_threads", n_threads, "int32")))
 
     def set_abort_callback(self, should_stop) -> None:
         """should_stop() is called between chunks of a long prompt (every 256 tokens); a true
-        result stops eval() with AftError(Status.ABORTED), the chunks done staying consumed.
+        result stops eval() with AftError(Status.ABORTED), the chunks done staying consumed; an
+        exception it raises stops eval() too and is raised from it (KeyboardInterrupt, say).
         None: never stop."""
-        callback = (_library.ABORT_CALLBACK(lambda _: int(bool(should_stop())))
-                    if should_stop is not None else _library.ABORT_CALLBACK())
+        raised = self._abort_raised
+
+        def stop(_) -> int:
+            # ctypes would print an exception raised here and drop it, and return no value.
+            try:
+                return int(bool(should_stop()))
+            except BaseException as error:
+                raised.append(error)
+                return 1
+
+        callback = (_library.ABORT_CALLBACK(stop) if should_stop is not None
+                    else _library.ABORT_CALLBACK())
         self._lib.check(self._lib.aft_session_set_abort_callback(self._pointer, callback, None))
         self._abort_callback = callback
 
@@ -102,9 +117,15 @@ class Session:
         shape = {"none": None, "last": (self._vocab_size,),
                  "all": (len(tokens), self._vocab_size)}[logits]
         out = None if shape is None else np.empty(shape, dtype=np.float32)
-        self._lib.check(self._lib.aft_session_eval(
-            self._pointer, pointer(tokens, c_int32), len(tokens), mode,
-            None if out is None else pointer(out, c_float)))
+        self._abort_raised.clear()
+        try:
+            self._lib.check(self._lib.aft_session_eval(
+                self._pointer, pointer(tokens, c_int32), len(tokens), mode,
+                None if out is None else pointer(out, c_float)))
+        except AftError as stopped:
+            if self._abort_raised:
+                raise self._abort_raised.pop() from stopped
+            raise
         return out
 
     def state(self) -> bytes:

@@ -82,6 +82,11 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertEqual(caught.exception.status, aft.Status.IO)
         self.assertIn("no/such/model.aft", caught.exception.message)
 
+    def test_a_path_with_a_null_byte_is_refused(self):  # the library would load the part before it
+        with self.assertRaises(ValueError) as caught:
+            aft.Model(str(SHIPPED_MODEL) + "\0/not/this")
+        self.assertIn("null byte", str(caught.exception))
+
     def test_error_pickles(self):  # as a Dask worker sends it
         error = aft.AftError(aft.Status.IO, "x.aft: cannot open")
         copy = pickle.loads(pickle.dumps(error))

@@ -58,6 +58,22 @@ class SamplerTest(unittest.TestCase):
         penalized.accept(1)
         self.assertEqual(penalized.sample(LOGITS), 3)  # 3.0 - 1 < 2.5
 
+    # ctypes would wrap them: token 2**32 + 1 would ban token 1, top_k 2**32 + 1 be top_k 1.
+    def test_integers_outside_their_c_types_are_refused(self):
+        for kwargs, named in (({"logit_bias": {2**32 + 1: -math.inf}}, "logit_bias token"),
+                              ({"top_k": 2**32 + 1}, "top_k"),
+                              ({"repeat_last_n": -2**31 - 1}, "repeat_last_n"),
+                              ({"seed": -1}, "seed"), ({"seed": 2**64}, "seed")):
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                with self.assertRaises(aft.AftError) as caught:
+                    aft.Sampler(temperature=0, **kwargs)
+                self.assertEqual(caught.exception.status, aft.Status.OUT_OF_RANGE)
+                self.assertIn(named, caught.exception.message)
+        with self.assertRaises(TypeError):
+            aft.Sampler(top_k=2.5)
+        widest = aft.Sampler(temperature=0, seed=2**64 - 1, top_k=2**31 - 1)
+        self.assertEqual(widest.sample(LOGITS), 1)
+
 
 class GenerateTest(unittest.TestCase):
     def test_deterministic_for_a_seed(self):

@@ -77,6 +77,17 @@ class EvalTest(unittest.TestCase):
                 aft.Session(model, n_threads=-1)
             self.assertEqual(caught.exception.status, aft.Status.INVALID_ARGUMENT)
             self.assertIn("n_threads", caught.exception.message)
+            # Outside int32: refused, not wrapped (2**32 + 2 would be 2 threads).
+            with self.assertRaises(aft.AftError) as caught:
+                aft.Session(model, n_threads=2**32 + 2)
+            self.assertEqual(caught.exception.status, aft.Status.OUT_OF_RANGE)
+            self.assertIn("n_threads 4294967298", caught.exception.message)
+            session = aft.Session(model, n_threads=1)
+            with self.assertRaises(aft.AftError):
+                session.threads = 2**32
+            self.assertEqual(session.threads, 1)
+            with self.assertRaises(TypeError):
+                session.threads = 1.5
 
     def test_threads(self):
         with aft.Model(SHIPPED_MODEL) as model:
@@ -105,6 +116,27 @@ class EvalTest(unittest.TestCase):
             rest = session.eval(tokens[256:], logits="last")
             with aft.Session(model) as whole:
                 np.testing.assert_array_equal(rest, whole.eval(tokens, logits="last"))
+
+    def test_an_exception_in_the_abort_callback_stops_and_is_raised(self):
+        path, _, _ = fixture("simple")
+        with aft.Model(path) as model, aft.Session(model) as session:
+            tokens = [i % model.info.vocab_size for i in range(600)]
+
+            def interrupted():
+                raise KeyboardInterrupt("stop please")
+
+            session.set_abort_callback(interrupted)
+            with self.assertRaises(KeyboardInterrupt) as caught:
+                session.eval(tokens, logits="none")
+            self.assertEqual(str(caught.exception), "stop please")
+            self.assertIsInstance(caught.exception.__cause__, aft.AftError)
+            self.assertEqual(caught.exception.__cause__.status, aft.Status.ABORTED)
+            self.assertEqual(session.position, 256)
+            # Raised once: a later abort without an exception is the library's error.
+            session.set_abort_callback(lambda: True)
+            with self.assertRaises(aft.AftError):
+                session.eval(tokens, logits="none")
+            self.assertEqual(session.position, 512)
 
 
 class StateTest(unittest.TestCase):
