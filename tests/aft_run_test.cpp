@@ -121,10 +121,43 @@ TEST_F(AftRun, PromptCacheReusesTheStateWithTheSameText) {
   ASSERT_EQ(refused.exit_code, 0) << refused.err;
   EXPECT_NE(refused.err.find("not used: restoring its state: "), std::string::npos) << refused.err;
 
-  std::ofstream(cache.path(), std::ios::trunc) << "not a cache";
-  const Result garbage = run(model() + " --prompt 'abc ab' -n 5 --seed 3" + with_cache);
-  ASSERT_EQ(garbage.exit_code, 0) << garbage.err;
-  EXPECT_NE(garbage.err.find("not used: not a saved prefix state of aft"), std::string::npos);
+  // A record cut short is not used, and written again.
+  std::ofstream(cache.path(), std::ios::trunc) << "AFTPREFX";
+  const Result cut = run(model() + " --prompt 'abc ab' -n 5 --seed 3" + with_cache);
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_NE(cut.err.find("not used: prefix state version 0"), std::string::npos) << cut.err;
+  EXPECT_NE(run(model() + " --prompt 'abc ab' -n 5 --seed 3" + with_cache)
+                .err.find("(5 from the prompt cache)"),
+            std::string::npos);
+}
+
+// The cache's path names another file (the model, the prompt) or no regular file: refused before
+// anything runs, the file untouched.
+TEST_F(AftRun, PromptCacheNeverWritesOverAnotherFile) {
+  TempFile prompt("prompt");
+  std::ofstream(prompt.path()) << "abc ab";
+  const auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
+  };
+  for (const std::string& target : {model_.path(), prompt.path()}) {
+    const std::string before = bytes(target);
+    const Result r =
+        run(model() + " -f " + quote(prompt.path()) + " -n 5 --prompt-cache " + quote(target));
+    EXPECT_EQ(r.exit_code, 1) << target;
+    EXPECT_NE(r.err.find(target + ": exists and is not a prefix state of aft"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(bytes(target), before) << target;
+  }
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const Result directory = run(model() + " -p abc -n 5 --prompt-cache " + quote(dir));
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find(dir + ": not a regular file"), std::string::npos) << directory.err;
+  const Result device = run(model() + " -p abc -n 5 --prompt-cache /dev/null");
+  EXPECT_EQ(device.exit_code, 1);
+  EXPECT_NE(device.err.find("/dev/null: not a regular file"), std::string::npos) << device.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
 }
 
 // -i: each line of stdin joins the sequence (its newline too, where the vocabulary has one; a
@@ -151,6 +184,23 @@ TEST_F(AftRun, InteractiveLinesContinueTheSequence) {
       << r.err;
   EXPECT_NE(r.err.find("; skipped"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, run(args).out);  // the same seed, the same text
+}
+
+// A line that ends at the model's last position is taken; one past it ends the session.
+TEST_F(AftRun, InteractiveLineUpToTheLastPosition) {
+  // max_seq_len 64: a prompt of 58, one token sampled (not yet fed), then a line of 5 characters
+  // (no newline in the vocabulary): 58 + 1 + 5 = 64 positions.
+  const std::string prompt = quote(std::string(58, 'a'));
+  TempFile lines;
+  std::ofstream(lines.path()) << "abcab\n";
+  const Result r = run(model() + " -p " + prompt + " -n 1 --temp 0 -i < " + quote(lines.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("limit of 64 positions is reached"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("abcab"), std::string::npos) << r.out;
+  std::ofstream(lines.path(), std::ios::trunc) << "abcabc\n";
+  const Result past = run(model() + " -p " + prompt + " -n 1 --temp 0 -i < " + quote(lines.path()));
+  ASSERT_EQ(past.exit_code, 0) << past.err;
+  EXPECT_NE(past.err.find("limit of 64 positions is reached"), std::string::npos) << past.err;
 }
 
 TEST_F(AftRun, PromptFromAFile) {
@@ -296,6 +346,8 @@ TEST_F(AftRun, BadSamplingValuesAreUsageErrorsNamingTheFlag) {
       {"--logit-bias 1+", "a number for the bias"},
       {"--logit-bias 1+2x", "a number for the bias"},
       {"--logit-bias 1+nan", "a number for the bias"},
+      {"--logit-bias '1+ 1'", "a number for the bias"},
+      {"--logit-bias 1+-1", "a number for the bias"},
       {"-l 1+inf", "-l: expected TOKEN_ID+BIAS"},
       {"-l 99999999999+1", "a token id up to 2147483647"},
       {"-l", "-l: missing value"},

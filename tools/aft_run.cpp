@@ -387,7 +387,7 @@ void interact(const Options& options, const aft_model* model, const aft_model_in
     pending.reset();
     if (turn.empty()) continue;
     if (info.max_positions > 0 &&
-        aft_session_position(session) + static_cast<int64_t>(turn.size()) >= info.max_positions) {
+        aft_session_position(session) + static_cast<int64_t>(turn.size()) > info.max_positions) {
       std::fprintf(stderr, "aft-run: the model's limit of %lld positions is reached\n",
                    static_cast<long long>(info.max_positions));
       break;
@@ -407,6 +407,7 @@ int run(const Options& options) {
                                  ? *options.prompt
                                  : cli::read_text_file(*options.prompt_file, "the prompt file");
   if (prompt.empty()) throw std::runtime_error("the prompt is empty: give at least one character");
+  if (options.prompt_cache) cli::check_prefix_state_target(*options.prompt_cache);
 
   const auto load_start = Clock::now();
   const aft_model_params model_params = options.load.params();

@@ -61,7 +61,10 @@ aft_logit_bias parse_logit_bias(const std::string& flag, const std::string& text
   errno = 0;
   const float value = std::strtof(magnitude.c_str(), &end);
   const float bias = text[sign] == '-' ? -value : value;
-  if (magnitude.empty() || *end != '\0' || errno == ERANGE || std::isnan(bias)) {
+  // One sign, the one after the id: strtof would also take spaces and a second sign first.
+  const bool starts_right = !magnitude.empty() && magnitude[0] != '+' && magnitude[0] != '-' &&
+                            !std::isspace(static_cast<unsigned char>(magnitude[0]));
+  if (!starts_right || *end != '\0' || errno == ERANGE || std::isnan(bias)) {
     throw bad("a number for the bias");
   }
   if (bias == INFINITY) throw bad("a bias below +inf (a large number forces a token)");

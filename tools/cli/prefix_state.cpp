@@ -108,8 +108,13 @@ std::optional<PrefixState> decode_prefix_state(const unsigned char* data, size_t
 
 std::optional<PrefixState> read_prefix_state_file(const std::string& path, std::string* why) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) {
     *why = "no such file";
+    return std::nullopt;
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    *why = "not a regular file";
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
@@ -122,7 +127,28 @@ std::optional<PrefixState> read_prefix_state_file(const std::string& path, std::
   return decode_prefix_state(bytes.data(), bytes.size(), why);
 }
 
+void check_prefix_state_target(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) return;
+  if (!std::filesystem::is_regular_file(status)) {
+    throw std::runtime_error(path + ": not a regular file: a prefix state is not written over it");
+  }
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof kMagic];
+  in.read(magic, sizeof magic);
+  const std::streamsize got = in.gcount();
+  if (got == 0 && in.eof()) return;  // empty: nothing to lose
+  if (got != static_cast<std::streamsize>(sizeof magic) ||
+      std::memcmp(magic, kMagic, sizeof magic) != 0) {
+    throw std::runtime_error(path +
+                             ": exists and is not a prefix state of aft (a model or a prompt "
+                             "given by mistake?): a prefix state is not written over it");
+  }
+}
+
 size_t write_prefix_state_file(const std::string& path, const PrefixState& prefix) {
+  check_prefix_state_target(path);
   const std::vector<unsigned char> bytes = encode_prefix_state(prefix);
   const std::string temporary = path + ".tmp";
   {

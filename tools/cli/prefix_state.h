@@ -41,8 +41,14 @@ std::optional<PrefixState> decode_prefix_state(const unsigned char* data, size_t
 // The record in a file; nullopt with the reason when it is absent, unreadable or not a record.
 std::optional<PrefixState> read_prefix_state_file(const std::string& path, std::string* why);
 
-// Writes through a temporary file renamed into place, so that a reader never sees half a record.
-// Returns the bytes written; throws std::runtime_error naming the file.
+// Throws std::runtime_error naming the file where a record written to path would replace
+// something else: a file that is not a record (a model or a prompt given by mistake) or not a
+// regular file (a device, a pipe). An absent or empty file, or a record of any version, passes.
+void check_prefix_state_target(const std::string& path);
+
+// Writes through a temporary file renamed into place, so that a reader never sees half a record;
+// checks the target first (above). Returns the bytes written; throws std::runtime_error naming
+// the file.
 size_t write_prefix_state_file(const std::string& path, const PrefixState& prefix);
 
 }  // namespace aft::cli
