@@ -3,6 +3,7 @@
 // contract's exact bits on hand-made values; a quantized, damaged or missing input, an unwritable
 // or clashing output and bad command lines are refused, leaving no output file behind.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -259,6 +260,33 @@ TEST_F(AftQuantizeTest, RefusesAnUnwritableOrClashingOutput) {
   std::ifstream again(in_.path(), std::ios::binary);
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()),
             before);
+
+  // A pipe, a device or a directory at OUT, or a pipe at its temporary name: refused, left as
+  // they are (the rename would replace them with a regular file; opening the pipe would block).
+  const std::string pipe = out_.path() + ".pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  const std::string directory = out_.path() + ".dir";
+  std::filesystem::create_directory(directory);
+  for (const std::string& target : {pipe, std::string("/dev/null"), directory}) {
+    const CommandResult r = quantize(in_.path(), target, "q8_0");
+    EXPECT_EQ(r.exit_code, 1) << target;
+    EXPECT_NE(r.err.find(target + ": exists and is not a regular file"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_TRUE(std::filesystem::is_directory(directory));
+  const std::string piped_out = out_.path() + ".2";
+  ASSERT_EQ(mkfifo((piped_out + ".tmp").c_str(), 0600), 0);
+  const CommandResult piped_temporary = quantize(in_.path(), piped_out, "q8_0");
+  EXPECT_EQ(piped_temporary.exit_code, 1);
+  EXPECT_NE(piped_temporary.err.find(piped_out + ".tmp: exists and is not a regular file"),
+            std::string::npos)
+      << piped_temporary.err;
+  EXPECT_FALSE(std::filesystem::exists(piped_out));
+  for (const std::string& made : {pipe, directory, piped_out + ".tmp"}) {
+    std::filesystem::remove(made);
+  }
 }
 
 TEST(AftQuantize, UsageErrorsAndHelp) {

@@ -28,13 +28,26 @@ void refuse_quantized(const ModelFile& in) {
   }
 }
 
-// Writing over the input (or its temporary name) would destroy the mapped file being read.
+// Writing over the input (or its temporary name) would destroy the mapped file being read. The
+// rename would put a regular file in the place of a device, a pipe or a directory, and a pipe
+// as the temporary name would block the open.
 void refuse_overwriting(const std::string& in_path, const std::string& out_path) {
-  for (const std::string& target : {out_path, OutputFile::temporary_path(out_path)}) {
+  const std::string temporary = OutputFile::temporary_path(out_path);
+  for (const std::string& target : {out_path, temporary}) {
     std::error_code absent;
     if (std::filesystem::equivalent(in_path, target, absent)) {
       throw std::runtime_error(target + " is the input file " + in_path +
                                ": give another output path");
+    }
+    // The output through a link to a regular file is fine (the rename replaces the link); the
+    // temporary file is opened, so a link there is refused.
+    const std::filesystem::file_status status =
+        target == temporary ? std::filesystem::symlink_status(target, absent)
+                            : std::filesystem::status(target, absent);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+      throw std::runtime_error(target +
+                               ": exists and is not a regular file: give another output "
+                               "path");
     }
   }
 }
