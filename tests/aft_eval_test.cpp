@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -91,6 +92,30 @@ TEST(AftEval, CountsBytesOrCodePoints) {
             static_cast<long long>(content.size()) - 1);
   EXPECT_EQ(run_json(model("conv_sinusoidal_gelu") + " " + text())["characters"].get<long long>(),
             code_points - 1);
+}
+
+// A token of many characters (World and BPE vocabularies): each of its code points counts once.
+TEST(AftEval, CountsTheCharactersOfLongTokens) {
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 4;
+  const std::string long_token = "abcdefghijklmnopqrstuvwx";  // 24 bytes, past any small buffer
+  std::string hex;
+  for (const unsigned char c : long_token) {
+    hex += "0123456789abcdef"[c >> 4];
+    hex += "0123456789abcdef"[c & 15];
+  }
+  const json tokenizer = {{"type", "world"}, {"vocab", {nullptr, "61", hex, "c3a9"}}};
+  TempFile world;
+  write_model_file(world.path(), config, tokenizer, random_tensors(config, 3, 0.5f));
+  const TextFile file("a" + long_token +
+                      "\xc3\xa9"
+                      "a" +
+                      long_token);
+  const json got = run_json(shell_quote(world.path()) + " " + file.arg() + " -t 1");
+  EXPECT_EQ(got["tokens"], 4);  // a | the long token | é | a | the long token: all but the first
+  EXPECT_EQ(got["characters"], 24 + 1 + 1 + 24);
+  EXPECT_NEAR(got["bits_per_token"].get<double>() * 4,
+              got["bits_per_char"].get<double>() * (24 + 1 + 1 + 24), 1e-9);
 }
 
 TEST(AftEval, DivergenceFromAReferenceMatchesPyTorch) {
@@ -208,6 +233,9 @@ TEST(AftEval, RefusesBadFiles) {
   const TextFile one_token("a");
   expect_error(run(model("simple") + " " + one_token.arg()), one_token.path(), "at least two");
   expect_error(run(model("simple") + " no-such-text.txt"), "no-such-text.txt", "cannot open");
+  const std::string directory = std::filesystem::temp_directory_path().string();
+  expect_error(run(model("simple") + " " + shell_quote(directory)), directory,
+               "is a directory, not the text file");
   expect_error(run(shell_quote("no-such-model.aft") + " " + text()), "no-such-model.aft",
                "loading the model");
 

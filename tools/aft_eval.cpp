@@ -4,8 +4,6 @@
 // Exit codes: 0 success, 1 an error (file, model, text), 2 bad usage.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "tools/cli/arguments.h"
 #include "tools/cli/progress.h"
+#include "tools/cli/text_file.h"
 #include "tools/eval/eval_model.h"
 #include "tools/eval/evaluation.h"
 #include "tools/eval/options.h"
@@ -22,10 +21,7 @@ namespace aft::eval {
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open the text file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(path + ": cannot read the text file");
+  std::string text = cli::read_text_file(path, "the text file");
   if (text.empty()) throw std::runtime_error(path + ": the text file is empty");
   return text;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace aft::eval {
 namespace {
@@ -41,15 +43,21 @@ EvalModel::EvalModel(const std::string& path, int32_t n_threads, aft_matmul_prec
 
   const bool byte_level = std::string(info_.tokenizer) == "byte";
   for (int32_t token = 0; token < info_.vocab_size; ++token) {
-    char text[8];
+    std::string text(16, '\0');  // most tokens; a longer one (BPE, World) says its length
     size_t length = 0;
-    cli::check(aft_token_to_text(model, token, text, sizeof(text), &length),
-               "reading the vocabulary of " + path);
-    token_texts_.emplace_back(text, length);
+    aft_status status = aft_token_to_text(model, token, text.data(), text.size(), &length);
+    if (status == AFT_ERR_BUFFER_TOO_SMALL) {
+      text.resize(length);
+      status = aft_token_to_text(model, token, text.data(), text.size(), &length);
+    }
+    cli::check(status, "reading the vocabulary of " + path);
+    text.resize(length);
+    // The code points that start in the token's bytes: over the text, each counted once.
     characters_.push_back(byte_level ? static_cast<int64_t>(length)
-                                     : std::count_if(text, text + length, [](char c) {
+                                     : std::count_if(text.begin(), text.end(), [](char c) {
                                          return !is_utf8_continuation(c);
                                        }));
+    token_texts_.push_back(std::move(text));
   }
 }
 
