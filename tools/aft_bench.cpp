@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -116,19 +118,35 @@ int run(const Options& o) {
     const auto weight_bytes = static_cast<std::size_t>(report.matmul_weight_bytes);
     int most_threads = 1;
     for (int t : o.threads) most_threads = std::max(most_threads, t > 0 ? t : physical_cores());
-    probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe(),
-                          kernels::MatrixUnitProbe(kernels::UnitProduct::Bf16, most_threads),
-                          kernels::MatrixUnitProbe(kernels::UnitProduct::Int8, most_threads)});
+    try {
+      probes.emplace(Probes{ReadProbe(o.bandwidth_mib << 20), ReadProbe(weight_bytes), FmaProbe(),
+                            kernels::MatrixUnitProbe(kernels::UnitProduct::Bf16, most_threads),
+                            kernels::MatrixUnitProbe(kernels::UnitProduct::Int8, most_threads)});
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error("the machine probes' buffers (--bandwidth-mib " +
+                               std::to_string(o.bandwidth_mib) + ", and " +
+                               std::to_string(weight_bytes >> 20) +
+                               " MiB at the weights' size) do not fit in memory: give a smaller "
+                               "--bandwidth-mib, or --no-limits");
+    }
     report.bandwidth_bytes = probes->memory.bytes();
     report.weights_probe_bytes = probes->weights.bytes();
     report.bf16_units = probes->bf16_units.implementation();
     report.int8_product = probes->int8.implementation();
   }
 
+  // The tokens of the longest test the model can run (the others are skipped below).
+  const auto runs = [&](int64_t positions) {
+    return info.max_positions <= 0 || positions <= info.max_positions;
+  };
   int64_t longest = 0;
-  for (int64_t p : o.n_prompt) longest = std::max(longest, p);
+  for (int64_t p : o.n_prompt) {
+    if (runs(p)) longest = std::max(longest, p);
+  }
   for (int64_t n : o.n_gen) {
-    for (int64_t d : o.depth) longest = std::max(longest, n + d);
+    for (int64_t d : o.depth) {
+      if (runs(n + d)) longest = std::max(longest, n + d);
+    }
   }
   const std::vector<int32_t> tokens =
       bench_tokens(static_cast<std::size_t>(longest), info.vocab_size);

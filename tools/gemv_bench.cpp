@@ -193,8 +193,12 @@ int run_benchmarks(const Options& options) {
   const std::size_t cols = options.cols;
   const std::size_t kVectors[] = {1, 2, 4, 8, 16};
   const std::size_t max_vectors = 16;
-  // Out of cache: copies that add up to 256 MB of f32 weights.
-  const std::size_t copies = std::max<std::size_t>(1, (256u << 20) / (rows * cols * 4));
+  // Out of cache: copies whose packed weights (f32, bf16 and q8_0, groups of rows padded) add up
+  // to 256 MB; a matrix of a few rows takes a whole group's bytes.
+  const std::size_t packed_bytes = aft::kernels::PackedWeights::f32_bytes(rows, cols) +
+                                   aft::kernels::PackedWeights::bf16_bytes(rows, cols) +
+                                   aft::kernels::PackedWeights::q8_0_bytes(rows, cols);
+  const std::size_t copies = std::max<std::size_t>(1, (256u << 20) / packed_bytes);
   std::printf(
       "%zu x %zu weights, 1 thread. In cache: GFLOP/s (2 per weight and vector); "
       "from memory (%zu matrices): GB/s of weights read\n\n",
