@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from . import chat_template, modelfile
 from .modelfile import FormatError
 
 PRODUCER = "aft-export"
+SEEDS = 2**64  # torch.manual_seed takes 0 <= seed < 2^64
 
 # RWKV-4's block (docs/models.md, "Running RWKV-4 models"): what tools/aft_import_rwkv.py writes.
 RWKV4_BLOCK = {"mixer": "decay", "token_shift": True, "ffn": "channel_mix",
@@ -173,7 +175,7 @@ def random_model(config: dict, seed: int):
     from .reference import AftLM
     torch.manual_seed(seed)
     model = AftLM(config)
-    randomize_for_tests(model, seed + 1)
+    randomize_for_tests(model, (seed + 1) % SEEDS)  # torch's seeds are 64-bit: the last wraps to 0
     return model.eval()
 
 
@@ -208,6 +210,9 @@ def load_checkpoint(path) -> tuple[dict, dict, dict, dict]:
     if missing:
         raise FormatError(f"{path}: checkpoint lacks key(s) {', '.join(missing)} "
                           f"(has: {', '.join(map(str, checkpoint))})")
+    model = checkpoint["model"]
+    if not isinstance(model, dict) or not all(isinstance(value, torch.Tensor) for value in model.values()):
+        raise FormatError(f"{path}: the checkpoint's \"model\" is not a state_dict (name -> tensor)")
     metadata = {"source": "checkpoint"}
     if isinstance(checkpoint.get("metadata"), dict):
         metadata.update(checkpoint["metadata"])
@@ -217,6 +222,40 @@ def load_checkpoint(path) -> tuple[dict, dict, dict, dict]:
 # ----------------------------------------------------------------------------------------------
 # CLI
 # ----------------------------------------------------------------------------------------------
+
+def refuse_input_as_output(out, *inputs) -> None:
+    """Raises FormatError if `out` is the same existing file as one of `inputs` (None: none given),
+    by its name, a link or a hard link: writing it would replace the input (the importers use it too)."""
+    for source in inputs:
+        if source is None:
+            continue
+        try:
+            same = os.path.samefile(out, source)
+        except OSError:  # either absent: no existing file to overwrite (a missing input is named later)
+            continue
+        if same:
+            named = "" if os.fspath(out) == os.fspath(source) else f" {source}"
+            raise FormatError(f"{out} is the input file{named}: refusing to overwrite it")
+
+
+def read_text(path) -> str:
+    """A UTF-8 text file's content; FormatError naming the file and the byte if it is not UTF-8."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise FormatError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: an integer torch.manual_seed takes (it raises on others, unnamed)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = None
+    if seed is None or not 0 <= seed < SEEDS:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2^64), found {text!r}")
+    return seed
+
 
 def _parse_set(items: list[str]) -> dict:
     overrides = {}
@@ -245,7 +284,7 @@ def main(argv=None) -> int:
                         help="override a config key (value parsed as JSON, else a string)")
     parser.add_argument("--token-shift", action="store_true",
                         help="mixer decay: the token shift (as --set token_shift=true)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed, 0 to 2^64 - 1 (default 0)")
     parser.add_argument("--tokenizer", choices=("byte", "char"),
                         help="random models: default byte if vocab_size is 256, else char")
     parser.add_argument("--vocab-file", type=Path,
@@ -265,31 +304,35 @@ def main(argv=None) -> int:
     except ValueError as error:
         parser.error(f"--chat-template: {error}")
 
+    if args.checkpoint:
+        if (args.config or args.preset or args.mixer or args.set or args.token_shift
+                or args.vocab_file or args.tokenizer):
+            parser.error("--checkpoint takes its config and tokenizer from the checkpoint")
+    else:
+        if bool(args.config) == bool(args.preset):
+            parser.error("--random needs exactly one of --config and --preset")
+        if args.mixer and not args.preset:
+            parser.error("--mixer goes with --preset (put \"mixer\" in the config file)")
+
     try:
+        refuse_input_as_output(args.out, args.checkpoint, args.config, args.vocab_file)
         metadata = {}
         if args.checkpoint:
-            if (args.config or args.preset or args.mixer or args.set or args.token_shift
-                    or args.vocab_file or args.tokenizer):
-                parser.error("--checkpoint takes its config and tokenizer from the checkpoint")
             config, state_dict, tokenizer, metadata = load_checkpoint(args.checkpoint)
         else:
-            if bool(args.config) == bool(args.preset):
-                parser.error("--random needs exactly one of --config and --preset")
-            if args.mixer and not args.preset:
-                parser.error("--mixer goes with --preset (put \"mixer\" in the config file)")
             overrides = _parse_set(args.set)
             if args.token_shift:
                 overrides["token_shift"] = True
             vocab = None
             if args.vocab_file:
-                vocab = vocab_from_text(args.vocab_file.read_text(encoding="utf-8"))
+                vocab = vocab_from_text(read_text(args.vocab_file))
                 overrides["vocab_size"] = len(vocab)
             if args.preset:
                 config = preset_config(args.preset, args.mixer, **overrides)
                 metadata = {"source": f"random, preset {args.preset}", "seed": args.seed}
             else:
                 try:
-                    config = json.loads(args.config.read_text(encoding="utf-8"))
+                    config = json.loads(read_text(args.config))
                 except json.JSONDecodeError as error:
                     raise FormatError(f"{args.config}: not valid JSON: {error}") from None
                 if not isinstance(config, dict):

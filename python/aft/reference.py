@@ -65,7 +65,8 @@ def default_config(**overrides) -> dict:
     if "bias_rank" not in overrides:
         config["bias_rank"] = 64 if mixer == "full" and config["full_bias"] == "factorized" else 0
     if "embed_scale" not in overrides:
-        config["embed_scale"] = math.sqrt(config["d_model"])
+        # Checked first, so that a bad d_model is named (math.sqrt would raise on it unnamed).
+        config["embed_scale"] = math.sqrt(validate_config(config, strict_keys=True)["d_model"])
     return validate_config(config, strict_keys=True)
 
 

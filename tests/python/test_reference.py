@@ -11,6 +11,7 @@ import io
 import json
 import math
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -343,6 +344,67 @@ class FileRoundTrip(unittest.TestCase):
             self.assertEqual(export.main(["--random", "--config", str(config_file),
                                               "--set", "window=3", "--out", str(out)]), 1)
         self.assertIn("config.window: expected 0", err.getvalue())
+
+    def test_cli_errors_are_one_line(self):
+        """A bad config value, seed or input file: exit 1 (2 for a bad argument) and a line naming
+        it, no traceback (these raised math, torch and codec errors), and no file written."""
+        not_utf8 = self.dir / "not_utf8.txt"
+        not_utf8.write_bytes(b"\xff\xfe{}")
+        out = self.dir / "refused.aft"
+        tool = [sys.executable, str(REPO_DIR / "tools" / "aft_export.py"), "--random", "--out", str(out)]
+        seed_range = "argument --seed: expected an integer in [0, 2^64), found"
+        cases = [(["--preset", "tiny", "--set", "d_model=-5"], 1,
+                  "config.d_model: expected an integer > 0, found -5"),
+                 (["--preset", "tiny", "--set", "d_model=nan"], 1,
+                  "config.d_model: expected an integer > 0, found 'nan'"),
+                 (["--preset", "tiny", "--vocab-file", str(not_utf8)], 1,
+                  f"{not_utf8}: not UTF-8 text (byte 0: invalid start byte)"),
+                 (["--config", str(not_utf8)], 1, f"{not_utf8}: not UTF-8 text (byte 0: invalid start byte)"),
+                 (["--preset", "tiny", "--seed", str(10**23)], 2, f"{seed_range} '{10**23}'"),
+                 (["--preset", "tiny", "--seed", "-1"], 2, f"{seed_range} '-1'"),
+                 (["--preset", "tiny", "--seed", "one"], 2, f"{seed_range} 'one'")]
+        for args, status, message in cases:
+            with self.subTest(args=args):
+                result = subprocess.run(tool + args, capture_output=True, text=True)
+                self.assertEqual(result.returncode, status, result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
+                lines = result.stderr.splitlines()
+                self.assertEqual(lines[-1], f"aft_export: error: {message}")
+                if status == 1:
+                    self.assertEqual(len(lines), 1, result.stderr)
+        self.assertFalse(out.exists())
+        # The largest seed is taken (the test randomization's seed + 1 wraps to 0).
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(export.main(["--random", "--preset", "tiny", "--seed", str(2**64 - 1),
+                                          "--out", str(out)]), 0)
+        self.assertEqual(modelfile.read_file(out).metadata["seed"], 2**64 - 1)
+
+    def test_cli_refuses_to_overwrite_an_input(self):
+        """--out naming the checkpoint, the config or the vocabulary file (or a link to one): exit 1
+        naming it, the input unchanged."""
+        config, tokenizer = make_fixtures.fixture_config("local_window1")
+        checkpoint = self.dir / "ckpt.pt"
+        torch.save({"config": config, "model": export.random_model(config, 1).state_dict(),
+                    "tokenizer": tokenizer}, checkpoint)
+        config_file, vocab_file, link = self.dir / "cfg.json", self.dir / "vocab.txt", self.dir / "link.aft"
+        config_file.write_text(json.dumps(config))
+        vocab_file.write_text("abc\n")
+        link.symlink_to(checkpoint.name)
+        kept = {path: path.read_bytes() for path in (checkpoint, config_file, vocab_file)}
+        tool = [sys.executable, str(REPO_DIR / "tools" / "aft_export.py")]
+        cases = [(["--checkpoint", str(checkpoint), "--out", str(checkpoint)], f"{checkpoint} is the input file"),
+                 (["--checkpoint", str(checkpoint), "--out", str(link)], f"{link} is the input file {checkpoint}"),
+                 (["--random", "--config", str(config_file), "--out", str(config_file)],
+                  f"{config_file} is the input file"),
+                 (["--random", "--preset", "tiny", "--vocab-file", str(vocab_file), "--out", str(vocab_file)],
+                  f"{vocab_file} is the input file")]
+        for args, message in cases:
+            with self.subTest(args=args):
+                result = subprocess.run(tool + args, capture_output=True, text=True)
+                self.assertEqual((result.returncode, result.stderr),
+                                 (1, f"aft_export: error: {message}: refusing to overwrite it\n"))
+        for path, data in kept.items():
+            self.assertEqual(path.read_bytes(), data, path)
 
 
 # The fixtures' computed floats go through PyTorch's BLAS and libm, whose kernels differ between

@@ -404,6 +404,30 @@ class CommandLineTest(Case):
                                 cwd=Path(__file__).resolve().parent)
         self.assertEqual((result.returncode, result.stdout, result.stderr), (0, "False\n", ""))
 
+    def test_output_that_is_an_input_is_refused(self):
+        """The checkpoint or the tokenizer as the output, by its name or through a symbolic or hard
+        link: exit 1 naming the file, before anything is written (it used to replace the input)."""
+        source = self.save(checkpoint())
+        tokenizer = self.dir / "tokenizer.json"
+        tokenizer.write_bytes((TOKENIZERS / BPE).read_bytes())
+        symlink, hard_link = self.dir / "symlink.aft", self.dir / "hard_link.aft"
+        symlink.symlink_to(source.name)
+        hard_link.hardlink_to(source)
+        kept = {path: path.read_bytes() for path in (source, tokenizer)}
+        cases = [((source, source), f"{source} is the input file"),
+                 ((source, symlink), f"{symlink} is the input file {source}"),
+                 ((source, hard_link), f"{hard_link} is the input file {source}"),
+                 ((source, tokenizer, "--tokenizer", tokenizer), f"{tokenizer} is the input file")]
+        for args, message in cases:
+            with self.subTest(args=args):
+                result = subprocess.run([sys.executable, str(IMPORTER), *map(str, args)],
+                                        capture_output=True, text=True)
+                self.assertEqual((result.returncode, result.stderr),
+                                 (1, f"aft_import_rwkv: error: {message}: refusing to overwrite it\n"))
+                self.assertNotIn("Traceback", result.stderr)
+        for path, data in kept.items():
+            self.assertEqual(path.read_bytes(), data, path)
+
     def test_bad_inputs(self):
         notes, out = self.dir / "notes.txt", str(self.dir / "out.aft")
         notes.write_text("not a checkpoint")

@@ -131,7 +131,9 @@ LABML = Source(
 
 
 def import_checkpoint(checkpoint, out, vocab: list[str], activation: str = "relu") -> tuple[dict, dict, int]:
-    """Converts and writes; returns (config, aft state_dict, file size)."""
+    """Converts and writes; returns (config, aft state_dict, file size). Refuses an `out` that is
+    the checkpoint (export.refuse_input_as_output) before reading it."""
+    export.refuse_input_as_output(out, checkpoint)
     config, state_dict = convert(LABML, load_state_dict(checkpoint), vocab, activation=activation)
     metadata = {"source": "labml.ai annotated AFT checkpoint (labml_nn.transformers.aft)",
                 "checkpoint": Path(checkpoint).name}
@@ -153,6 +155,8 @@ def main(argv=None) -> int:
                              "(labml's default ReLU)")
     args = parser.parse_args(argv)
     try:
+        # Checked before anything is read; import_checkpoint checks the checkpoint itself.
+        export.refuse_input_as_output(args.out, args.vocab, args.text)
         vocab = load_vocab(args.vocab, args.text)
         config, state_dict, size = import_checkpoint(args.checkpoint, args.out, vocab, args.activation)
     except (modelfile.FormatError, OSError, UnicodeDecodeError) as error:

@@ -251,7 +251,9 @@ def tokenizer_for(path, vocab_size: int, pad: bool = False) -> dict:
 def import_checkpoint(checkpoint, out, tokenizer_path=None, dtype: str = "f32",
                       pad_tokenizer: bool = False,
                       extra_metadata: dict | None = None) -> tuple[dict, dict, int]:
-    """Converts and writes; returns (config, aft state_dict, file size)."""
+    """Converts and writes; returns (config, aft state_dict, file size). Refuses an `out` that is
+    one of the inputs (export.refuse_input_as_output) before reading them."""
+    export.refuse_input_as_output(out, checkpoint, tokenizer_path)
     config, tensors, metadata = read_checkpoint(checkpoint)
     tokenizer = tokenizer_for(tokenizer_path, config["vocab_size"], pad_tokenizer)
     size = export.write_model(out, config, tensors, tokenizer, {**metadata, **(extra_metadata or {})},
