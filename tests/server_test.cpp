@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +126,13 @@ Reply post(const Server& server, const std::string& path, const std::string& bod
   auto res = server.client().Post(path.c_str(), headers, body, "application/json");
   if (!res) return {};
   return {res->status, json::parse(res->body, nullptr, false)};
+}
+
+// A bias below float's range on each of the shipped model's 85 tokens: none is left to sample.
+json every_token_banned() {
+  json biases = json::object();
+  for (int token = 0; token < 85; ++token) biases[std::to_string(token)] = -1e300;
+  return biases;
 }
 
 Reply complete(const Server& server, const json& request) {
@@ -435,6 +443,9 @@ TEST(Server, InvalidRequestsNameTheField) {
       {{{"prompt", "a"}, {"top_p", 2}}, "top_p"},
       {{{"prompt", "a"}, {"max_tokens", 0}}, "max_tokens"},
       {{{"prompt", "a"}, {"logit_bias", {{"900", 1}}}}, "logit_bias"},
+      {{{"prompt", "a"}, {"logit_bias", {{" 5", 1}}}}, "logit_bias"},
+      {{{"prompt", "a"}, {"logit_bias", {{"+5", 1}}}}, "logit_bias"},
+      {{{"prompt", "a"}, {"logit_bias", every_token_banned()}}, "logit_bias"},
       {{{"prompt", "a"}, {"stop", {1}}}, "stop"},
       {{{"prompt", "a"}, {"stop", std::string(1025, 'x')}}, "stop"},
       {{{"prompt", "a"}, {"stream", "yes"}}, "stream"},
@@ -553,6 +564,30 @@ class EndlessStream {
   std::string received_;
   std::thread thread_;
 };
+
+// A streamed client that goes away while its request waits in the queue frees its place there.
+TEST(Server, AStreamLeftWhileQueuedFreesItsPlace) {
+  Server server(kDecayModel, {"--parallel", "1", "--max-queue", "1"});
+  EndlessStream running(server);
+  ASSERT_TRUE(running.started()) << server.log();
+  {
+    EndlessStream queued(server);  // the queue's one place; ": waiting" comes every second
+    ASSERT_TRUE(queued.started()) << server.log();
+    const std::string received = queued.hang_up();
+    ASSERT_EQ(received.find("server_busy"), std::string::npos) << received;
+  }
+  // Once its handler has seen the client go (at its next ": waiting"), the place is free again.
+  bool queued_again = false;
+  for (int i = 0; i < 100 && !queued_again; ++i) {
+    EndlessStream next(server);
+    ASSERT_TRUE(next.started()) << server.log();
+    queued_again = next.hang_up().find("server_busy") == std::string::npos;
+    if (!queued_again) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(queued_again) << server.log();
+  EXPECT_NE(server.log().find("cancelled (the client went away) while queued"), std::string::npos)
+      << server.log();
+}
 
 // A client that goes away mid-stream frees its slot; a full queue is refused with 503.
 TEST(Server, DisconnectCancelsAndAFullQueueRefuses) {
@@ -1212,6 +1247,41 @@ class RawClient {
   int fd_ = -1;
   bool connected_ = false;
 };
+
+// A body comes with its Content-Length, uncompressed: the --max-body-bytes limit holds for no
+// other framing in httplib, and a POST with neither header waited for --timeout.
+TEST(Server, BodiesWithoutALengthOrCompressedAreRefused) {
+  Server server(kDecayModel, {"--max-body-bytes", "2000"});
+  const std::string large = json({{"prompt", std::string(3000, 'a')}}).dump();
+  std::ostringstream chunk_size;
+  chunk_size << std::hex << large.size();
+  RawClient chunked(server.port());
+  ASSERT_TRUE(chunked.send_text(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+      chunk_size.str() + "\r\n" + large + "\r\n0\r\n\r\n"));
+  bool closed = false;
+  const std::string refused = chunked.read_until_closed(std::chrono::seconds(10), &closed);
+  EXPECT_EQ(refused.compare(0, 12, "HTTP/1.1 411"), 0) << refused;
+  EXPECT_NE(refused.find("Content-Length header"), std::string::npos) << refused;
+  EXPECT_TRUE(closed);
+
+  RawClient no_length(server.port());  // answered at once, not after --timeout (600 s)
+  ASSERT_TRUE(
+      no_length.send_text("POST /tokenize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string at_once = no_length.read_until_closed(std::chrono::seconds(10), &closed);
+  EXPECT_EQ(at_once.compare(0, 12, "HTTP/1.1 411"), 0) << at_once;
+  EXPECT_TRUE(closed);
+
+  const Reply compressed = post(server, "/v1/completions", json({{"prompt", "a"}}).dump(),
+                                {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(compressed.status, 415);
+  EXPECT_NE(compressed.body["error"]["message"].get<std::string>().find("gzip"), std::string::npos);
+  const Reply fine =
+      post(server, "/v1/completions", json({{"prompt", "a"}, {"max_tokens", 1}}).dump(),
+           {{"Content-Encoding", "identity"}});
+  EXPECT_EQ(fine.status, 200) << fine.body;
+}
 
 Reply slot_action(const Server& server, const std::string& id, const std::string& action,
                   const json& body) {

@@ -67,10 +67,13 @@ std::vector<aft_logit_bias> logit_bias_field(const json& value, const ModelLimit
     throw invalid("logit_bias", "expected an object of token id -> bias, found " + shown(value));
   }
   std::vector<aft_logit_bias> biases;
+  std::vector<bool> banned(static_cast<size_t>(limits.vocab_size), false);
+  int32_t n_banned = 0;
   for (const auto& [key, bias] : value.items()) {
-    char* end = nullptr;
-    const long long token = std::strtoll(key.c_str(), &end, 10);
-    if (key.empty() || *end != '\0' || token < 0 || token >= limits.vocab_size) {
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    const long long token = digits ? std::stoll(key) : -1;
+    if (token < 0 || token >= limits.vocab_size) {
       throw invalid("logit_bias", "key \"" + key + "\" is not a token id in [0, " +
                                       std::to_string(limits.vocab_size - 1) + "]");
     }
@@ -78,7 +81,21 @@ std::vector<aft_logit_bias> logit_bias_field(const json& value, const ModelLimit
       throw invalid("logit_bias",
                     "the bias of token " + key + " must be a number, found " + shown(bias));
     }
-    biases.push_back({static_cast<int32_t>(token), static_cast<float>(bias.get<double>())});
+    // Below float's range a bias bans the token (-inf), as -inf itself would.
+    const double wanted = bias.get<double>();
+    const float as_float = wanted < -std::numeric_limits<float>::max()
+                               ? -std::numeric_limits<float>::infinity()
+                               : static_cast<float>(wanted);
+    if (std::isinf(as_float) && !banned[static_cast<size_t>(token)]) {
+      banned[static_cast<size_t>(token)] = true;
+      ++n_banned;
+    }
+    biases.push_back({static_cast<int32_t>(token), as_float});
+  }
+  if (n_banned == limits.vocab_size) {
+    throw invalid("logit_bias",
+                  "every token of the vocabulary is banned (a bias of -inf or below "
+                  "float's range): none is left to sample");
   }
   return biases;
 }

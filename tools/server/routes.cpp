@@ -28,6 +28,29 @@ void send_error(httplib::Response& res, const RequestError& error) {
   send_json(res, error.status, error_json(error.what(), error.type, error.param));
 }
 
+// httplib 0.11 holds a body to --max-body-bytes by its Content-Length alone: a chunked body, or a
+// compressed one (which it inflates), would be read whole whatever its size, and a body with
+// neither header is read until the client closes or --timeout passes. So a body comes with its
+// length, uncompressed (the refusal asks the client to close: the body is left unread).
+bool refuse_unbounded_body(const httplib::Request& req, httplib::Response& res) {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH") return false;
+  const std::string encoding = req.get_header_value("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity") {
+    res.set_header("Connection", "close");
+    send_error(res, RequestError(415, "Content-Encoding " + encoding +
+                                          " is not accepted: send the body uncompressed"));
+    return true;
+  }
+  if (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length")) {
+    res.set_header("Connection", "close");
+    send_error(res, RequestError(411,
+                                 "the body needs a Content-Length header (chunked transfer "
+                                 "encoding is not accepted; no body: Content-Length: 0)"));
+    return true;
+  }
+  return false;
+}
+
 int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -231,7 +254,7 @@ void install_routes(httplib::Server& http, ServerState& state) {
       send_error(res, RequestError(503, "the model is loading", "", "server_busy"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (answer_bodyless_slot_action(req, res, state)) {
+    if (answer_bodyless_slot_action(req, res, state) || refuse_unbounded_body(req, res)) {
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

@@ -99,9 +99,25 @@ void Scheduler::shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Scheduler::drop_cancelled_jobs() {
+  const auto gone = std::stable_partition(queue_.begin(), queue_.end(),
+                                          [](const auto& job) { return !job->cancelled(); });
+  for (auto it = gone; it != queue_.end(); ++it) {
+    Job& job = **it;  // no handler is left to log it
+    std::fprintf(stderr, "aft-server: request %llu cancelled (the client went away) while queued\n",
+                 static_cast<unsigned long long>(job.id));
+    Job::Result result;
+    result.error = "cancelled";
+    job.finish(std::move(result));
+  }
+  queue_.erase(gone, queue_.end());
+  metrics_.queue_depth = static_cast<int64_t>(queue_.size());
+}
+
 bool Scheduler::submit(std::shared_ptr<Job> job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    drop_cancelled_jobs();
     const size_t free_slots = slots_.size() - static_cast<size_t>(busy_);
     if (stopping_ || queue_.size() >= free_slots + static_cast<size_t>(options_.max_queue)) {
       return false;
@@ -123,6 +139,7 @@ void Scheduler::run() {
                  [&] { return stopping_ || busy_ > 0 || !queue_.empty() || !controls_.empty(); });
       if (stopping_) break;
       controls.swap(controls_);
+      drop_cancelled_jobs();
       for (auto& slot : slots_) {
         while (slot->phase == Slot::Phase::kFree && !queue_.empty() &&
                !extending(queue_.front()->request.prompt)) {

@@ -85,6 +85,9 @@ class Scheduler {
   // Runs task on the scheduler's thread between two steps and waits; rethrows what it throws.
   void on_thread(const std::function<void()>& task);
   Slot& idle_slot(int id);  // on the thread; 409 if it is processing
+  // Ends the queued jobs whose clients went away, so that they hold no place in the queue (under
+  // mutex_).
+  void drop_cancelled_jobs();
 
   const aft_model* model_;
   const Options options_;
