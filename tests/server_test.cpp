@@ -286,6 +286,41 @@ TEST(Server, CompletionCountsTokens) {
   EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 13);
 }
 
+// A streamed chat answer: a first chunk with the role (as OpenAI's), then the text of the answer
+// not streamed, in chat.completion.chunk events.
+TEST(Server, StreamedChatStartsWithTheRole) {
+  Server server(kDecayModel);
+  json request = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                  {"max_tokens", 8},
+                  {"temperature", 0}};
+  const Reply whole = post(server, "/v1/chat/completions", request.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  request["stream"] = true;
+  auto res = server.client().Post("/v1/chat/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const std::string& events = res->body;
+  ASSERT_TRUE(ends_with_done(events)) << events;
+  std::vector<json> chunks;
+  for (size_t at = 0; at < events.size() - std::strlen("data: [DONE]\n\n");) {
+    const size_t end = events.find("\n\n", at);
+    ASSERT_EQ(events.compare(at, 6, "data: "), 0) << events;
+    chunks.push_back(json::parse(events.substr(at + 6, end - at - 6)));
+    at = end + 2;
+  }
+  ASSERT_GE(chunks.size(), 2u) << events;
+  EXPECT_EQ(chunks[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(chunks[0]["choices"][0]["finish_reason"].is_null());
+  std::string text;
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    EXPECT_FALSE(chunks[i]["choices"][0]["delta"].contains("role")) << chunks[i];
+    text += chunks[i]["choices"][0]["delta"].value("content", "");
+  }
+  EXPECT_EQ(text, whole.body["choices"][0]["message"]["content"]);
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "length");
+}
+
 TEST(Server, StopStringsAreCut) {
   Server server(kDecayModel);
   const json request = {{"prompt", "The jury said"}, {"max_tokens", 40}, {"temperature", 0}};

@@ -62,6 +62,14 @@ json chunk_json(const ResponseContext& context, const std::string& text,
   return response;
 }
 
+json role_chunk_json(const ResponseContext& context) {
+  json response = envelope(context, true);
+  response["choices"] = json::array({{{"index", 0},
+                                      {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                      {"finish_reason", nullptr}}});
+  return response;
+}
+
 json usage_chunk_json(const ResponseContext& context, const CompletionRequest& request,
                       const Job::Result& result) {
   json response = envelope(context, true);

@@ -26,6 +26,8 @@ nlohmann::json completion_json(const ResponseContext& context, const CompletionR
 // A streamed piece of text; finish_reason empty: null (more to come).
 nlohmann::json chunk_json(const ResponseContext& context, const std::string& text,
                           const std::string& finish_reason);
+// A chat stream's first chunk, as OpenAI's: the delta's role, no text yet.
+nlohmann::json role_chunk_json(const ResponseContext& context);
 // The last chunk of a stream with stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk_json(const ResponseContext& context, const CompletionRequest& request,
                                 const Job::Result& result);

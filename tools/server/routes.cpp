@@ -85,14 +85,15 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
   ++state.open_streams;
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&state, job, context](size_t, httplib::DataSink& sink) {
+      [&state, job, context](size_t offset, httplib::DataSink& sink) {
         std::string text;
         const bool done = job->take(&text, std::chrono::seconds(1));
         std::string events;
+        if (offset == 0 && context.chat) events += sse_event(role_chunk_json(context));
         if (!text.empty()) events += sse_event(chunk_json(context, text, ""));
         // A second without text (a queued request, a long prompt): an SSE comment, which clients
         // ignore, so that a client gone away is noticed by a failed write.
-        if (!done && text.empty()) events = ": waiting\n\n";
+        if (!done && text.empty()) events += ": waiting\n\n";
         if (done) {
           const Job::Result& result = job->result();
           if (!result.error.empty()) {
