@@ -100,17 +100,21 @@ void Scheduler::shutdown() {
 }
 
 void Scheduler::drop_cancelled_jobs() {
-  const auto gone = std::stable_partition(queue_.begin(), queue_.end(),
-                                          [](const auto& job) { return !job->cancelled(); });
-  for (auto it = gone; it != queue_.end(); ++it) {
-    Job& job = **it;  // no handler is left to log it
+  // One pass that keeps the others in order (run() calls it every step: no allocation).
+  auto kept = queue_.begin();
+  for (std::shared_ptr<Job>& job : queue_) {
+    if (!job->cancelled()) {
+      *kept++ = std::move(job);
+      continue;
+    }
+    // No handler is left to log it.
     std::fprintf(stderr, "aft-server: request %llu cancelled (the client went away) while queued\n",
-                 static_cast<unsigned long long>(job.id));
+                 static_cast<unsigned long long>(job->id));
     Job::Result result;
     result.error = "cancelled";
-    job.finish(std::move(result));
+    job->finish(std::move(result));
   }
-  queue_.erase(gone, queue_.end());
+  queue_.erase(kept, queue_.end());
   metrics_.queue_depth = static_cast<int64_t>(queue_.size());
 }
 
