@@ -1603,6 +1603,68 @@ TEST(Server, TimeoutCancelsAStreamNobodyReads) {
       << server.log();
 }
 
+// Sends a non-streamed completion of max_tokens over a raw connection (closed with the client).
+bool send_completion(RawClient& client, int max_tokens) {
+  const std::string body = json({{"prompt", "a"}, {"max_tokens", max_tokens}}).dump();
+  return client.send_text(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+// Whether slot 0 reaches is_processing == want within about two minutes (sanitizer builds).
+bool slot_processing_becomes(const Server& server, bool want) {
+  for (int i = 0; i < 2400; ++i) {
+    const json slots = get_slots(server);
+    if (slots.is_array() && slots[0]["is_processing"] == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A non-streamed request writes nothing until its answer is whole: its client's leaving is seen on
+// the socket, and the request (endless here) is cancelled and its slot freed.
+TEST(Server, AClientGoneCancelsANonStreamedRequest) {
+  Server server(kDecayModel, {"--parallel", "1"});
+  {
+    RawClient client(server.port());
+    ASSERT_TRUE(send_completion(client, 1 << 30));
+    ASSERT_TRUE(slot_processing_becomes(server, true)) << server.log();
+  }
+  EXPECT_TRUE(slot_processing_becomes(server, false)) << server.log();
+  EXPECT_NE(server.log().find("cancelled (the client went away) after"), std::string::npos)
+      << server.log();
+  EXPECT_EQ(complete(server, {{"prompt", "The jury"}, {"max_tokens", 4}}).status, 200);
+}
+
+// A non-streamed request whose client leaves while it waits in the queue frees its place there.
+TEST(Server, AClientGoneFreesANonStreamedRequestsPlaceInTheQueue) {
+  Server server(kDecayModel, {"--parallel", "1", "--max-queue", "1"});
+  EndlessStream running(server);
+  ASSERT_TRUE(running.started()) << server.log();
+  {
+    RawClient queued(server.port());
+    ASSERT_TRUE(send_completion(queued, 4));
+    // Queued once a further request is refused for want of a place.
+    bool refused = false;
+    for (int i = 0; i < 100 && !refused; ++i) {
+      refused = complete(server, {{"prompt", "a"}, {"max_tokens", 1}}).status == 503;
+      if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(refused) << server.log();
+  }
+  bool dropped = false;
+  for (int i = 0; i < 600 && !dropped; ++i) {
+    dropped =
+        server.log().find("cancelled (the client went away) while queued") != std::string::npos;
+    if (!dropped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(dropped) << server.log();
+  EndlessStream next(server);
+  ASSERT_TRUE(next.started()) << server.log();
+  EXPECT_EQ(next.hang_up().find("server_busy"), std::string::npos) << server.log();
+}
+
 // SIGTERM does not wait --timeout (600 s by default) for a client stalled mid-request.
 TEST(Server, TerminateDoesNotWaitForAStalledClient) {
   Server server(kDecayModel);

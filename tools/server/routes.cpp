@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tools/cli/elapsed.h"
+#include "tools/server/client_connection.h"
 #include "tools/server/job.h"
 #include "tools/server/responses.h"
 #include "tools/server/slot_files.h"
@@ -172,8 +173,18 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   }
   if (job->request.stream) return stream(res, state, job, context);
 
+  // Nothing is written until the answer is whole, so the client's leaving is looked for on the
+  // socket: it cancels the job, which frees its slot (or its place in the queue) at the
+  // scheduler's next step.
+  const ClientConnection connection(req);
   std::string text;
-  while (!job->take(&text, std::chrono::seconds(1))) {
+  while (!job->take(&text, std::chrono::milliseconds(200))) {
+    if (!job->cancelled() && connection.closed_by_client()) job->cancel();
+  }
+  if (job->cancelled()) {  // the scheduler has logged it; written in case the client still reads
+    return send_error(
+        res, RequestError(500, "cancelled: the client closed its end of the connection", "",
+                          "server_error"));
   }
   count_job(state, *job);
   log_job(*job, "answered");
