@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +27,7 @@
 
 #include "model_file_writer.h"
 #include "run_command.h"
+#include "tools/cli/api_call.h"
 #include "tools/cli/prefix_state.h"
 #include "tools/server/routes.h"
 
@@ -148,6 +151,20 @@ bool ends_with_done(const std::string& events) {
   const std::string done = "data: [DONE]\n\n";
   return events.size() >= done.size() &&
          events.compare(events.size() - done.size(), done.size(), done) == 0;
+}
+
+// The JSON chunks of a whole server-sent event stream; none unless it ends with [DONE] and every
+// event is data.
+std::vector<json> sse_chunks(const std::string& events) {
+  std::vector<json> chunks;
+  if (!ends_with_done(events)) return chunks;
+  for (size_t at = 0; at < events.size() - std::strlen("data: [DONE]\n\n");) {
+    const size_t end = events.find("\n\n", at);
+    if (events.compare(at, 6, "data: ") != 0 || end == std::string::npos) return {};
+    chunks.push_back(json::parse(events.substr(at + 6, end - at - 6)));
+    at = end + 2;
+  }
+  return chunks;
 }
 
 // A streamed completion request whose events go to receive as they come.
@@ -299,16 +316,8 @@ TEST(Server, StreamedChatStartsWithTheRole) {
   auto res = server.client().Post("/v1/chat/completions", request.dump(), "application/json");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
-  const std::string& events = res->body;
-  ASSERT_TRUE(ends_with_done(events)) << events;
-  std::vector<json> chunks;
-  for (size_t at = 0; at < events.size() - std::strlen("data: [DONE]\n\n");) {
-    const size_t end = events.find("\n\n", at);
-    ASSERT_EQ(events.compare(at, 6, "data: "), 0) << events;
-    chunks.push_back(json::parse(events.substr(at + 6, end - at - 6)));
-    at = end + 2;
-  }
-  ASSERT_GE(chunks.size(), 2u) << events;
+  const std::vector<json> chunks = sse_chunks(res->body);
+  ASSERT_GE(chunks.size(), 2u) << res->body;
   EXPECT_EQ(chunks[0]["object"], "chat.completion.chunk");
   EXPECT_EQ(chunks[0]["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
   EXPECT_TRUE(chunks[0]["choices"][0]["finish_reason"].is_null());
@@ -319,6 +328,125 @@ TEST(Server, StreamedChatStartsWithTheRole) {
   }
   EXPECT_EQ(text, whole.body["choices"][0]["message"]["content"]);
   EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "length");
+}
+
+// Each token's log-probability under the model, as the C API computes it from the same tokens
+// (row i: the distribution after tokens[0..i]).
+std::vector<std::vector<double>> reference_log_probs(const std::vector<int32_t>& tokens) {
+  aft_model* model = nullptr;
+  EXPECT_EQ(aft_model_load(kDecayModel.c_str(), nullptr, &model), AFT_OK);
+  const cli::Model owned(model);
+  aft_session* session = nullptr;
+  EXPECT_EQ(aft_session_create(model, nullptr, &session), AFT_OK);
+  const cli::Session owned_session(session);
+  std::vector<float> logits(tokens.size() * 85);
+  EXPECT_EQ(aft_session_eval(session, tokens.data(), tokens.size(), AFT_LOGITS_ALL, logits.data()),
+            AFT_OK);
+  std::vector<std::vector<double>> rows;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::vector<double> row(85);
+    double peak = -INFINITY, sum = 0.0;
+    for (size_t v = 0; v < 85; ++v) peak = std::max(peak, double{logits[i * 85 + v]});
+    for (size_t v = 0; v < 85; ++v) sum += std::exp(logits[i * 85 + v] - peak);
+    for (size_t v = 0; v < 85; ++v) row[v] = logits[i * 85 + v] - peak - std::log(sum);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// logprobs: the chosen token's log-probability under the model (not the sampler's altered
+// distribution) and the likeliest tokens, in OpenAI's two shapes; streamed, the same values
+// spread over the chunks.
+TEST(Server, LogprobsAreTheModelsOwn) {
+  Server server(kDecayModel);
+  const std::string prompt = "The jury said";  // the decay model's tokens are characters
+  const json request = {{"prompt", prompt},     {"max_tokens", 6},       {"logprobs", 3},
+                        {"temperature", 0.7},   {"repeat_penalty", 1.3}, {"seed", 5},
+                        {"return_tokens", true}};
+  const Reply r = complete(server, request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<int32_t> tokens = post(server, "/tokenize", json({{"content", prompt}}).dump())
+                                    .body["tokens"]
+                                    .get<std::vector<int32_t>>();
+  const size_t n_prompt = tokens.size();
+  const std::vector<int32_t> completion = tokens_of(r);
+  ASSERT_EQ(completion.size(), 6u);
+  tokens.insert(tokens.end(), completion.begin(), completion.end());
+  const std::vector<std::vector<double>> reference = reference_log_probs(tokens);
+  const json& logprobs = r.body["choices"][0]["logprobs"];
+  ASSERT_EQ(logprobs["tokens"].size(), 6u) << logprobs;
+  std::string text;
+  int64_t offset = static_cast<int64_t>(prompt.size());
+  for (size_t i = 0; i < 6; ++i) {
+    const std::vector<double>& row = reference[n_prompt - 1 + i];
+    EXPECT_NEAR(logprobs["token_logprobs"][i].get<double>(), row[completion[i]], 1e-4) << i;
+    std::vector<double> likeliest = row;
+    std::sort(likeliest.rbegin(), likeliest.rend());
+    const json& top = logprobs["top_logprobs"][i];
+    ASSERT_EQ(top.size(), 3u) << top;
+    std::vector<double> got;
+    for (const auto& [piece, logprob] : top.items()) {
+      const auto token = static_cast<size_t>(
+          post(server, "/tokenize", json({{"content", piece}}).dump()).body["tokens"][0]);
+      EXPECT_NEAR(logprob.get<double>(), row[token], 1e-4) << piece;
+      got.push_back(logprob.get<double>());
+    }
+    std::sort(got.rbegin(), got.rend());
+    for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(got[k], likeliest[k], 1e-4) << i;
+    EXPECT_EQ(logprobs["text_offset"][i], offset);
+    const std::string piece = logprobs["tokens"][i];
+    text += piece;
+    offset += static_cast<int64_t>(piece.size());
+  }
+  EXPECT_EQ(text, r.body["choices"][0]["text"]);
+
+  // Streamed: the same values, the chunks' lists concatenated.
+  json streamed_request = request;
+  streamed_request["stream"] = true;
+  auto res = server.client().Post("/v1/completions", streamed_request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  json streamed = json::array();
+  for (const json& chunk : sse_chunks(res->body)) {
+    const json& part = chunk["choices"][0]["logprobs"];
+    if (part.is_null()) continue;
+    for (size_t i = 0; i < part["tokens"].size(); ++i) {
+      streamed.push_back({part["tokens"][i], part["token_logprobs"][i], part["text_offset"][i]});
+    }
+  }
+  ASSERT_EQ(streamed.size(), 6u) << res->body;
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(streamed[i][0], logprobs["tokens"][i]);
+    EXPECT_NEAR(streamed[i][1].get<double>(), logprobs["token_logprobs"][i].get<double>(), 1e-9);
+    EXPECT_EQ(streamed[i][2], logprobs["text_offset"][i]);
+  }
+
+  // Chat's shape: content entries with their bytes; top_logprobs only with logprobs: true.
+  const json messages = {{{"role", "user"}, {"content", "Hello"}}};
+  const Reply chat = post(
+      server, "/v1/chat/completions",
+      json({{"messages", messages}, {"max_tokens", 4}, {"logprobs", true}, {"top_logprobs", 2}})
+          .dump());
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  const json& content = chat.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 4u) << chat.body;
+  for (const json& entry : content) {
+    const std::string piece = entry["token"];
+    json bytes = json::array();
+    for (char byte : piece) bytes.push_back(static_cast<unsigned char>(byte));
+    EXPECT_EQ(entry["bytes"], bytes);
+    ASSERT_EQ(entry["top_logprobs"].size(), 2u);
+    EXPECT_GE(entry["top_logprobs"][0]["logprob"], entry["top_logprobs"][1]["logprob"]);
+    EXPECT_LE(entry["logprob"].get<double>(), 0.0);
+    EXPECT_GE(entry["top_logprobs"][0]["logprob"], entry["logprob"]);
+  }
+  const Reply plain = post(server, "/v1/chat/completions",
+                           json({{"messages", messages}, {"max_tokens", 2}}).dump());
+  EXPECT_TRUE(plain.body["choices"][0]["logprobs"].is_null()) << plain.body;
+  const Reply no_logprobs =
+      post(server, "/v1/chat/completions",
+           json({{"messages", messages}, {"top_logprobs", 2}, {"logprobs", false}}).dump());
+  EXPECT_EQ(no_logprobs.status, 400);
+  EXPECT_EQ(no_logprobs.body["error"]["param"], "top_logprobs");
 }
 
 TEST(Server, StopStringsAreCut) {
@@ -485,7 +613,9 @@ TEST(Server, InvalidRequestsNameTheField) {
       {{{"prompt", "a"}, {"stop", std::string(1025, 'x')}}, "stop"},
       {{{"prompt", "a"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "a"}, {"seed", 1.5}}, "seed"},
-      {{{"prompt", "a"}, {"logprobs", 2}}, "logprobs"},
+      {{{"prompt", "a"}, {"logprobs", 21}}, "logprobs"},
+      {{{"prompt", "a"}, {"logprobs", true}}, "logprobs"},
+      {{{"prompt", "a"}, {"top_logprobs", 2}}, "top_logprobs"},
       {{{"prompt", "a"}, {"echo", true}}, "echo"},
       {{{"prompt", "a"}, {"n", 2}}, "n"},
   };

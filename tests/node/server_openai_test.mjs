@@ -138,6 +138,41 @@ test('stream_options.include_usage adds a last chunk with the usage', async () =
   assert.equal(streamed.text.length, 12);
 });
 
+test('logprobs: the client reads each token\'s log-probability and the likeliest tokens', async () => {
+  const prompt = 'The jury said';
+  const completion = await client.completions.create({
+    model: kModel, prompt, max_tokens: 8, temperature: 0, logprobs: 3,
+  });
+  const logprobs = completion.choices[0].logprobs;
+  assert.equal(logprobs.tokens.join(''), completion.choices[0].text);
+  assert.equal(logprobs.token_logprobs.length, 8);
+  logprobs.token_logprobs.forEach((logprob, i) => {
+    const top = Object.values(logprobs.top_logprobs[i]);
+    assert.equal(top.length, 3);
+    // Greedy: the chosen token is the likeliest.
+    assert.equal(logprob, Math.max(...top));
+    assert.ok(logprob <= 0);
+  });
+  assert.equal(logprobs.text_offset[0], prompt.length);
+  const chat = await client.chat.completions.create({
+    model: kModel, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5,
+    temperature: 0, logprobs: true, top_logprobs: 2,
+  });
+  const content = chat.choices[0].logprobs.content;
+  assert.equal(content.map((entry) => entry.token).join(''), chat.choices[0].message.content);
+  for (const entry of content) {
+    assert.equal(entry.top_logprobs.length, 2);
+    assert.equal(entry.logprob, entry.top_logprobs[0].logprob);
+    assert.deepEqual(entry.bytes, [...Buffer.from(entry.token)]);
+  }
+  const streamed = await collect(await client.chat.completions.create({
+    model: kModel, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5,
+    temperature: 0, logprobs: true, top_logprobs: 2, stream: true,
+  }), true);
+  const streamedContent = streamed.chunks.flatMap((chunk) => chunk.choices[0]?.logprobs?.content ?? []);
+  assert.deepEqual(streamedContent, content);
+});
+
 test('a seed gives the same sampled text, streamed or not; another seed other text', async () => {
   const request = { model: kModel, prompt: 'She said that', max_tokens: 40, temperature: 1 };
   const a = await client.completions.create({ ...request, seed: 7 });

@@ -5,10 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "tools/cli/vocabulary.h"
+
 namespace aft::eval {
 namespace {
-
-bool is_utf8_continuation(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
 
 std::string describe(const std::string& text) {
   std::string shown;
@@ -42,22 +42,11 @@ EvalModel::EvalModel(const std::string& path, int32_t n_threads, aft_matmul_prec
   session_.reset(session);
 
   const bool byte_level = std::string(info_.tokenizer) == "byte";
-  for (int32_t token = 0; token < info_.vocab_size; ++token) {
-    std::string text(16, '\0');  // most tokens; a longer one (BPE, World) says its length
-    size_t length = 0;
-    aft_status status = aft_token_to_text(model, token, text.data(), text.size(), &length);
-    if (status == AFT_ERR_BUFFER_TOO_SMALL) {
-      text.resize(length);
-      status = aft_token_to_text(model, token, text.data(), text.size(), &length);
-    }
-    cli::check(status, "reading the vocabulary of " + path);
-    text.resize(length);
-    // The code points that start in the token's bytes: over the text, each counted once.
-    characters_.push_back(byte_level ? static_cast<int64_t>(length)
-                                     : std::count_if(text.begin(), text.end(), [](char c) {
-                                         return !is_utf8_continuation(c);
-                                       }));
-    token_texts_.push_back(std::move(text));
+  const cli::Vocabulary vocabulary(model, path);
+  token_texts_ = vocabulary.texts();
+  for (const std::string& text : token_texts_) {
+    characters_.push_back(byte_level ? static_cast<int64_t>(text.size())
+                                     : cli::code_points_starting(text));
   }
 }
 

@@ -3,22 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tools/cli/log_softmax.h"
+
 namespace aft::eval {
-namespace {
-
-// Writes the log-softmax of a row in double; returns the index of its largest logit (the first
-// one on a tie).
-size_t log_softmax(const float* logits, size_t n, double* out) {
-  const size_t top = static_cast<size_t>(std::max_element(logits, logits + n) - logits);
-  const double peak = logits[top];
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - peak);
-  const double log_total = peak + std::log(sum);
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(logits[i]) - log_total;
-  return top;
-}
-
-}  // namespace
+using cli::log_softmax;
 
 Scorer::Scorer(int32_t vocab_size)
     : vocab_size_(static_cast<size_t>(vocab_size)), log_p_(vocab_size_), log_q_(vocab_size_) {}

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tools/cli/prefix_state.h"
+#include "tools/server/logprobs.h"
 #include "tools/server/request.h"
 
 namespace aft::server {
@@ -38,13 +40,16 @@ class Job {
     double queue_ms = 0, prefill_ms = 0, decode_ms = 0;
   };
 
-  // Scheduler side.
+  // Scheduler side. A token's log-probability (when the request asks) is added before its text.
   void append(const std::string& text);
+  void add_logprob(TokenLogprob logprob);
   void finish(Result result);
 
-  // Handler side: waits until there is text or the job is done (or timeout passes); moves the
-  // text written so far into *text. Returns true once done and all text is taken.
-  bool take(std::string* text, std::chrono::milliseconds timeout);
+  // Handler side: waits until there is text (or a log-probability, when logprobs is given) or the
+  // job is done (or timeout passes); appends the text written so far to *text and the
+  // log-probabilities to *logprobs. Returns true once done and all is taken.
+  bool take(std::string* text, std::chrono::milliseconds timeout,
+            std::vector<TokenLogprob>* logprobs = nullptr);
   const Result& result() const { return result_; }  // only once take() returned true
 
   void cancel() { cancelled_ = true; }
@@ -54,6 +59,7 @@ class Job {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::string text_;
+  std::vector<TokenLogprob> logprobs_;
   bool done_ = false;
   Result result_;
   std::atomic<bool> cancelled_{false};
@@ -66,6 +72,12 @@ inline void Job::append(const std::string& text) {
   changed_.notify_all();
 }
 
+inline void Job::add_logprob(TokenLogprob logprob) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  logprobs_.push_back(std::move(logprob));
+  changed_.notify_all();
+}
+
 inline void Job::finish(Result result) {
   std::lock_guard<std::mutex> lock(mutex_);
   result_ = std::move(result);
@@ -73,11 +85,18 @@ inline void Job::finish(Result result) {
   changed_.notify_all();
 }
 
-inline bool Job::take(std::string* text, std::chrono::milliseconds timeout) {
+inline bool Job::take(std::string* text, std::chrono::milliseconds timeout,
+                      std::vector<TokenLogprob>* logprobs) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return done_ || !text_.empty(); });
+  changed_.wait_for(lock, timeout, [&] {
+    return done_ || !text_.empty() || (logprobs != nullptr && !logprobs_.empty());
+  });
   *text += text_;
   text_.clear();
+  if (logprobs != nullptr) {
+    std::move(logprobs_.begin(), logprobs_.end(), std::back_inserter(*logprobs));
+    logprobs_.clear();
+  }
   return done_;
 }
 

@@ -183,7 +183,7 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
     throw invalid("n", "only one choice per request is supported, found " + shown(body["n"]));
   }
   // Features not served yet are refused rather than silently ignored.
-  for (const char* name : {"logprobs", "top_logprobs", "echo", "suffix", "tools", "functions"}) {
+  for (const char* name : {"echo", "suffix", "tools", "functions"}) {
     const json value = present(body, name) ? body[name] : json(nullptr);
     if (!value.is_null() && value != false && value != 0 && value != "" && value != json::array()) {
       throw invalid(name,
@@ -194,6 +194,9 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
     throw invalid("best_of", "only 1 is supported, found " + shown(body["best_of"]));
   }
 }
+
+// The likeliest tokens a step's log-probabilities list at most (OpenAI's chat limit).
+constexpr int64_t kMaxTopLogprobs = 20;
 
 void check_prompt_length(const CompletionRequest& request, const ModelLimits& limits,
                          const std::string& param) {
@@ -294,6 +297,13 @@ CompletionRequest parse_completion_request(const std::string& body_text,
   }
   check_prompt_length(request, limits, "prompt");
   parse_generation_fields(body, limits, request);
+  if (present(body, "logprobs")) {
+    request.top_logprobs =
+        static_cast<int32_t>(integer_field(body, "logprobs", 0, kMaxTopLogprobs));
+  }
+  if (present(body, "top_logprobs")) {
+    throw invalid("top_logprobs", "not a field of /v1/completions: give logprobs the count");
+  }
   return request;
 }
 
@@ -325,6 +335,14 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
   request.prompt = tokenize(limits.model, prompt, "messages");
   check_prompt_length(request, limits, "messages");
   parse_generation_fields(body, limits, request);
+  if (present(body, "logprobs") && bool_field(body, "logprobs")) request.top_logprobs = 0;
+  if (present(body, "top_logprobs")) {
+    const auto n = static_cast<int32_t>(integer_field(body, "top_logprobs", 0, kMaxTopLogprobs));
+    if (request.top_logprobs < 0) {
+      throw invalid("top_logprobs", "needs \"logprobs\": true");
+    }
+    request.top_logprobs = n;
+  }
   request.answered = [chat_template, messages](const std::string& answer) {
     return chat_template.render_answered(messages, answer);
   };

@@ -44,6 +44,9 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool return_tokens = false;  // an extension: the completion's token ids in the choice
+  // logprobs (completions: N; chat: true, with top_logprobs N): each generated token's
+  // log-probability and the N likeliest tokens at its step. -1: none asked.
+  int32_t top_logprobs = -1;
   // A chat's: the conversation with the answer, as the next turn's prompt will begin.
   std::function<std::string(const std::string& answer)> answered;
 };

@@ -24,13 +24,53 @@ json choice(const ResponseContext& context, const std::string& text, bool stream
   json choice = {{"index", 0}};
   if (!context.chat) {
     choice["text"] = text;
-    choice["logprobs"] = nullptr;
   } else if (streamed) {
     choice["delta"] = text.empty() ? json::object() : json{{"content", text}};
   } else {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   }
   return choice;
+}
+
+// Chat's shape: a list of {token, logprob, bytes, top_logprobs}.
+json chat_logprobs_json(const std::vector<TokenLogprob>& logprobs) {
+  auto candidate = [](const TokenLogprob::Candidate& c) {
+    json bytes = json::array();
+    for (char byte : c.text) bytes.push_back(static_cast<unsigned char>(byte));
+    return json{{"token", c.text}, {"logprob", c.logprob}, {"bytes", bytes}};
+  };
+  json content = json::array();
+  for (const TokenLogprob& scored : logprobs) {
+    json entry = candidate(scored.chosen);
+    entry["top_logprobs"] = json::array();
+    for (const auto& c : scored.top) entry["top_logprobs"].push_back(candidate(c));
+    content.push_back(std::move(entry));
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+// The completions endpoint's older shape: parallel lists, the alternatives as text -> logprob
+// (the likeliest kept where two tokens have the same text).
+json completion_logprobs_json(const std::vector<TokenLogprob>& logprobs) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const TokenLogprob& scored : logprobs) {
+    tokens.push_back(scored.chosen.text);
+    token_logprobs.push_back(scored.chosen.logprob);
+    json alternatives = json::object();
+    for (const auto& c : scored.top) alternatives.emplace(c.text, c.logprob);
+    top.push_back(std::move(alternatives));
+    offsets.push_back(scored.text_offset);
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top)},
+          {"text_offset", std::move(offsets)}};
+}
+
+json logprobs_json(const ResponseContext& context, const std::vector<TokenLogprob>* logprobs) {
+  if (logprobs == nullptr) return nullptr;
+  return context.chat ? chat_logprobs_json(*logprobs) : completion_logprobs_json(*logprobs);
 }
 
 json envelope(const ResponseContext& context, bool streamed) {
@@ -43,9 +83,11 @@ json envelope(const ResponseContext& context, bool streamed) {
 }  // namespace
 
 json completion_json(const ResponseContext& context, const CompletionRequest& request,
-                     const std::string& text, const Job::Result& result) {
+                     const std::string& text, const Job::Result& result,
+                     const std::vector<TokenLogprob>& logprobs) {
   json response = envelope(context, false);
   json first = choice(context, text, false);
+  first["logprobs"] = logprobs_json(context, request.top_logprobs >= 0 ? &logprobs : nullptr);
   first["finish_reason"] = result.finish_reason;
   if (request.return_tokens) first["tokens"] = result.tokens;
   response["choices"] = json::array({first});
@@ -54,9 +96,10 @@ json completion_json(const ResponseContext& context, const CompletionRequest& re
 }
 
 json chunk_json(const ResponseContext& context, const std::string& text,
-                const std::string& finish_reason) {
+                const std::string& finish_reason, const std::vector<TokenLogprob>* logprobs) {
   json response = envelope(context, true);
   json first = choice(context, text, true);
+  first["logprobs"] = logprobs_json(context, logprobs);
   first["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
   response["choices"] = json::array({first});
   return response;

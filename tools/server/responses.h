@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,11 +22,15 @@ struct ResponseContext {
 };
 
 nlohmann::json usage_json(const CompletionRequest& request, const Job::Result& result);
+// logprobs: the tokens' log-probabilities, when the request asked (request.top_logprobs >= 0).
 nlohmann::json completion_json(const ResponseContext& context, const CompletionRequest& request,
-                               const std::string& text, const Job::Result& result);
-// A streamed piece of text; finish_reason empty: null (more to come).
+                               const std::string& text, const Job::Result& result,
+                               const std::vector<TokenLogprob>& logprobs);
+// A streamed piece of text; finish_reason empty: null (more to come). logprobs: those of the
+// tokens generated since the last chunk, or nullptr when the request asked for none.
 nlohmann::json chunk_json(const ResponseContext& context, const std::string& text,
-                          const std::string& finish_reason);
+                          const std::string& finish_reason,
+                          const std::vector<TokenLogprob>* logprobs = nullptr);
 // A chat stream's first chunk, as OpenAI's: the delta's role, no text yet.
 nlohmann::json role_chunk_json(const ResponseContext& context);
 // The last chunk of a stream with stream_options.include_usage: no choices, the usage.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include "tools/cli/elapsed.h"
 #include "tools/server/client_connection.h"
@@ -88,10 +89,15 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
       "text/event-stream",
       [&state, job, context](size_t offset, httplib::DataSink& sink) {
         std::string text;
-        const bool done = job->take(&text, std::chrono::seconds(1));
+        std::vector<TokenLogprob> logprobs;
+        const bool with_logprobs = job->request.top_logprobs >= 0;
+        const bool done =
+            job->take(&text, std::chrono::seconds(1), with_logprobs ? &logprobs : nullptr);
         std::string events;
         if (offset == 0 && context.chat) events += sse_event(role_chunk_json(context));
-        if (!text.empty()) events += sse_event(chunk_json(context, text, ""));
+        if (!text.empty() || !logprobs.empty()) {
+          events += sse_event(chunk_json(context, text, "", with_logprobs ? &logprobs : nullptr));
+        }
         // A second without text (a queued request, a long prompt): an SSE comment, which clients
         // ignore, so that a client gone away is noticed by a failed write.
         if (!done && text.empty()) events += ": waiting\n\n";
@@ -178,7 +184,8 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   // scheduler's next step.
   const ClientConnection connection(req);
   std::string text;
-  while (!job->take(&text, std::chrono::milliseconds(200))) {
+  std::vector<TokenLogprob> logprobs;
+  while (!job->take(&text, std::chrono::milliseconds(200), &logprobs)) {
     if (!job->cancelled() && connection.closed_by_client()) job->cancel();
   }
   if (job->cancelled()) {  // the scheduler has logged it; written in case the client still reads
@@ -191,7 +198,7 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   if (!job->result().error.empty()) {
     return send_error(res, RequestError(500, job->result().error, "", "server_error"));
   }
-  send_json(res, 200, completion_json(context, job->request, text, job->result()));
+  send_json(res, 200, completion_json(context, job->request, text, job->result(), logprobs));
 }
 
 void tokenize_route(const httplib::Request& req, httplib::Response& res, ServerState& state) {

@@ -38,6 +38,7 @@ struct Scheduler::Slot {
   Job::Result result;
   std::vector<float> logits;
   std::vector<char> text = std::vector<char>(64);
+  int64_t characters = 0;  // of the prompt and completion so far, with logprobs: text_offset
   Clock::time_point prefill_start;
   cli::PrefixState sequence;       // for /slots; no tokens: none
   std::string answer;              // the text the client got
@@ -50,7 +51,9 @@ Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& me
       options_(options),
       metrics_(metrics),
       cache_(options.state_cache_bytes),
-      shared_(shared) {
+      shared_(shared),
+      vocabulary_(model, "the model"),
+      scorer_(vocabulary_) {
   aft_model_info info;
   cli::check(aft_model_get_info(model, &info), "reading the model");
   vocab_size_ = info.vocab_size;
@@ -233,6 +236,12 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   // The prompt counts among the recent tokens the penalties look at, as in aft-run.
   for (int32_t token : request.prompt) aft_sampler_accept(slot.sampler.get(), token);
   slot.stop = std::make_unique<StopFilter>(request.stop);
+  slot.characters = 0;
+  if (request.top_logprobs >= 0) {
+    for (int32_t token : request.prompt) {
+      slot.characters += cli::code_points_starting(vocabulary_.text(token));
+    }
+  }
 
   slot.prefilled = 0;
   const PrefixCache::Entry* hit = cache_.longest_prefix(request.prompt, request.prompt.size());
@@ -316,6 +325,12 @@ void Scheduler::emit(Slot& slot, const float* logits) {
       aft_sampler_sample(slot.sampler.get(), logits, static_cast<size_t>(vocab_size_), &token);
   if (status != AFT_OK) return fail(slot, failure("sampling", status));
   slot.result.tokens.push_back(token);
+  if (slot.job->request.top_logprobs >= 0) {
+    TokenLogprob scored = scorer_.score(logits, token, slot.job->request.top_logprobs);
+    scored.text_offset = slot.characters;
+    slot.characters += cli::code_points_starting(scored.chosen.text);
+    slot.job->add_logprob(std::move(scored));
+  }
   size_t length = 0;
   status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
                                 &length);

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "aft.h"
+#include "tools/cli/vocabulary.h"
 #include "tools/server/job.h"
+#include "tools/server/logprobs.h"
 #include "tools/server/metrics.h"
 #include "tools/server/options.h"
 #include "tools/server/prefix_cache.h"
@@ -96,6 +98,8 @@ class Scheduler {
   int64_t max_positions_ = 0;
   PrefixCache cache_;
   SharedCache* const shared_;
+  const cli::Vocabulary vocabulary_;
+  LogprobScorer scorer_;  // logprobs, on the scheduler's thread
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<float> batch_logits_;
   size_t next_prefill_ = 0;  // round robin over prefilling slots
