@@ -18,6 +18,7 @@ struct TokenLogprob {
     double logprob = 0.0;
   };
   Candidate chosen;
+  bool scored = true;          // false: an echoed prompt's first token, which nothing predicts
   std::vector<Candidate> top;  // most likely first; equal ones by token id
   int64_t text_offset = 0;     // characters of the prompt and completion before this token
 };

@@ -133,8 +133,8 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
   const char* max_tokens_name =
       present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   if (present(body, max_tokens_name)) {
-    request.max_tokens = static_cast<int32_t>(
-        integer_field(body, max_tokens_name, 1, std::numeric_limits<int32_t>::max()));
+    request.max_tokens = static_cast<int32_t>(integer_field(
+        body, max_tokens_name, request.echo ? 0 : 1, std::numeric_limits<int32_t>::max()));
   }
   if (present(body, "temperature")) {
     s.temperature = static_cast<float>(number_field(body, "temperature", 0, 100));
@@ -183,7 +183,7 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
     throw invalid("n", "only one choice per request is supported, found " + shown(body["n"]));
   }
   // Features not served yet are refused rather than silently ignored.
-  for (const char* name : {"echo", "suffix", "tools", "functions"}) {
+  for (const char* name : {"suffix", "tools", "functions"}) {
     const json value = present(body, name) ? body[name] : json(nullptr);
     if (!value.is_null() && value != false && value != 0 && value != "" && value != json::array()) {
       throw invalid(name,
@@ -296,6 +296,7 @@ CompletionRequest parse_completion_request(const std::string& body_text,
     throw invalid("prompt", "expected a string or an array of token ids, found " + shown(prompt));
   }
   check_prompt_length(request, limits, "prompt");
+  if (present(body, "echo")) request.echo = bool_field(body, "echo");
   parse_generation_fields(body, limits, request);
   if (present(body, "logprobs")) {
     request.top_logprobs =
@@ -334,6 +335,9 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
   }
   request.prompt = tokenize(limits.model, prompt, "messages");
   check_prompt_length(request, limits, "messages");
+  if (present(body, "echo") && body["echo"] != false) {
+    throw invalid("echo", "not a field of chat completions, found " + shown(body["echo"]));
+  }
   parse_generation_fields(body, limits, request);
   if (present(body, "logprobs") && bool_field(body, "logprobs")) request.top_logprobs = 0;
   if (present(body, "top_logprobs")) {

@@ -47,6 +47,11 @@ struct CompletionRequest {
   // logprobs (completions: N; chat: true, with top_logprobs N): each generated token's
   // log-probability and the N likeliest tokens at its step. -1: none asked.
   int32_t top_logprobs = -1;
+  // echo (completions): the prompt's text comes before the completion's, and with logprobs the
+  // prompt's tokens are scored too (the first, which nothing predicts, as null). max_tokens may
+  // then be 0: the prompt scored, nothing generated.
+  bool echo = false;
+  bool prompt_logprobs() const { return echo && top_logprobs >= 0; }
   // A chat's: the conversation with the answer, as the next turn's prompt will begin.
   std::function<std::string(const std::string& answer)> answered;
 };

@@ -56,8 +56,8 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& logprobs) {
        offsets = json::array();
   for (const TokenLogprob& scored : logprobs) {
     tokens.push_back(scored.chosen.text);
-    token_logprobs.push_back(scored.chosen.logprob);
-    json alternatives = json::object();
+    token_logprobs.push_back(scored.scored ? json(scored.chosen.logprob) : json(nullptr));
+    json alternatives = scored.scored ? json::object() : json(nullptr);
     for (const auto& c : scored.top) alternatives.emplace(c.text, c.logprob);
     top.push_back(std::move(alternatives));
     offsets.push_back(scored.text_offset);

@@ -98,9 +98,9 @@ void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job
         if (!text.empty() || !logprobs.empty()) {
           events += sse_event(chunk_json(context, text, "", with_logprobs ? &logprobs : nullptr));
         }
-        // A second without text (a queued request, a long prompt): an SSE comment, which clients
-        // ignore, so that a client gone away is noticed by a failed write.
-        if (!done && text.empty()) events += ": waiting\n\n";
+        // A second with nothing to send (a queued request, a long prompt): an SSE comment, which
+        // clients ignore, so that a client gone away is noticed by a failed write.
+        if (!done && events.empty()) events += ": waiting\n\n";
         if (done) {
           const Job::Result& result = job->result();
           if (!result.error.empty()) {

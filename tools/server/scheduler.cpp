@@ -237,16 +237,36 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   for (int32_t token : request.prompt) aft_sampler_accept(slot.sampler.get(), token);
   slot.stop = std::make_unique<StopFilter>(request.stop);
   slot.characters = 0;
-  if (request.top_logprobs >= 0) {
+  if (request.prompt_logprobs()) {  // the prompt's first token; prefill_chunk scores the others
+    TokenLogprob first;
+    first.chosen.text = vocabulary_.text(request.prompt[0]);
+    first.scored = false;
+    slot.characters = cli::code_points_starting(first.chosen.text);
+    slot.job->add_logprob(std::move(first));
+  } else if (request.top_logprobs >= 0) {
     for (int32_t token : request.prompt) {
       slot.characters += cli::code_points_starting(vocabulary_.text(token));
     }
   }
+  if (request.echo) {  // the prompt's text, past the stop strings (they end the completion only)
+    std::string text;
+    for (int32_t token : request.prompt) {
+      size_t length = 0;
+      status = detokenize(slot, token, &length);
+      if (status != AFT_OK) return fail(slot, failure("decoding the prompt", status));
+      text.append(slot.text.data(), length);
+    }
+    slot.job->append(text);
+  }
 
   slot.prefilled = 0;
-  const PrefixCache::Entry* hit = cache_.longest_prefix(request.prompt, request.prompt.size());
+  // The prompt's log-probabilities need the logits of every position: no cached state serves.
+  const PrefixCache::Entry* hit =
+      request.prompt_logprobs() ? nullptr
+                                : cache_.longest_prefix(request.prompt, request.prompt.size());
   std::optional<cli::PrefixState>& shared = slot.job->shared_prefix;
-  if (shared && (hit == nullptr || shared->tokens.size() > hit->tokens.size()) &&
+  if (shared && !request.prompt_logprobs() &&
+      (hit == nullptr || shared->tokens.size() > hit->tokens.size()) &&
       shared->tokens.size() <= request.prompt.size() &&
       std::equal(shared->tokens.begin(), shared->tokens.end(), request.prompt.begin()) &&
       shared->logits.size() == static_cast<size_t>(vocab_size_) &&
@@ -284,18 +304,37 @@ void Scheduler::prefill_chunk(Slot& slot) {
   // A chunk ends at the next multiple of --cache-every, where the state is cached.
   const size_t every = static_cast<size_t>(options_.cache_every);
   const size_t to_checkpoint = every - slot.prefilled % every;
-  const size_t n = std::min(
+  size_t n = std::min(
       {prompt.size() - slot.prefilled, static_cast<size_t>(options_.prefill_chunk), to_checkpoint});
+  // Scoring the prompt takes every position's logits: at most 16 MiB of them a chunk.
+  const bool score = !is_extension && slot.job->request.prompt_logprobs();
+  const size_t vocab = static_cast<size_t>(vocab_size_);
+  if (score) n = std::min(n, std::max<size_t>(1, (size_t{4} << 20) / vocab));
   const bool last = slot.prefilled + n == prompt.size();
   const bool checkpoint = !last && n == to_checkpoint && caching();
+  if (score) prompt_logits_.resize(n * vocab);
   const auto start = Clock::now();
-  const aft_status status =
-      aft_session_eval(slot.session.get(), prompt.data() + slot.prefilled, n,
-                       last || checkpoint ? AFT_LOGITS_LAST : AFT_LOGITS_NONE, slot.logits.data());
+  const aft_status status = aft_session_eval(
+      slot.session.get(), prompt.data() + slot.prefilled, n,
+      score ? AFT_LOGITS_ALL : (last || checkpoint ? AFT_LOGITS_LAST : AFT_LOGITS_NONE),
+      score ? prompt_logits_.data() : slot.logits.data());
   if (status != AFT_OK && is_extension) return release(slot);  // only a cache entry missed
   if (status != AFT_OK) return fail(slot, failure("evaluating the prompt", status));
   metrics_.prefill_tokens += n;
   metrics_.prefill_us += static_cast<uint64_t>(ms_since(start) * 1000);
+  if (score) {
+    // Row r holds the distribution of the token after position prefilled + r.
+    const int32_t n_top = slot.job->request.top_logprobs;
+    for (size_t r = 0; r < n; ++r) {
+      const size_t next = slot.prefilled + r + 1;
+      if (next == prompt.size()) break;
+      TokenLogprob scored = scorer_.score(prompt_logits_.data() + r * vocab, prompt[next], n_top);
+      scored.text_offset = slot.characters;
+      slot.characters += cli::code_points_starting(scored.chosen.text);
+      slot.job->add_logprob(std::move(scored));
+    }
+    std::copy_n(prompt_logits_.data() + (n - 1) * vocab, vocab, slot.logits.data());
+  }
   slot.prefilled += n;
   if (checkpoint) {
     remember(slot, std::vector<int32_t>(prompt.begin(), prompt.begin() + slot.prefilled),
@@ -314,6 +353,7 @@ void Scheduler::prompt_done(Slot& slot) {
     remember(slot, slot.job->request.prompt, slot.logits.data());
   }
   slot.phase = Slot::Phase::kDecode;
+  if (slot.job->request.max_tokens == 0) return finish(slot, "length");  // echo: the prompt only
   emit(slot, slot.logits.data());
 }
 
@@ -332,13 +372,7 @@ void Scheduler::emit(Slot& slot, const float* logits) {
     slot.job->add_logprob(std::move(scored));
   }
   size_t length = 0;
-  status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
-                                &length);
-  if (status == AFT_ERR_BUFFER_TOO_SMALL) {  // a long token: nothing consumed, again with room
-    slot.text.resize(length);
-    status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
-                                  &length);
-  }
+  status = detokenize(slot, token, &length);
   if (status != AFT_OK) return fail(slot, failure("decoding a token", status));
   bool stopped = false;
   const std::string piece = slot.stop->push(std::string(slot.text.data(), length), &stopped);
@@ -351,6 +385,17 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   if (max_positions_ > 0 && aft_session_position(slot.session.get()) >= max_positions_) {
     return finish(slot, "length");
   }
+}
+
+aft_status Scheduler::detokenize(Slot& slot, int32_t token, size_t* length) {
+  aft_status status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(),
+                                           slot.text.size(), length);
+  if (status == AFT_ERR_BUFFER_TOO_SMALL) {  // a long token: nothing consumed, again with room
+    slot.text.resize(*length);
+    status = aft_detokenizer_push(slot.detokenizer.get(), token, slot.text.data(), slot.text.size(),
+                                  length);
+  }
+  return status;
 }
 
 void Scheduler::decode_step() {
@@ -401,8 +446,10 @@ void Scheduler::finish(Slot& slot, const char* reason) {
   const bool keep = !options_.slot_save_path.empty();
   // Then, the client answered: the state after the completion's last token, for a follow-up
   // request that sends the conversation so far.
-  if ((caching() || keep) &&
-      (max_positions_ == 0 || aft_session_position(slot.session.get()) < max_positions_)) {
+  if (slot.result.tokens.empty()) {  // max_tokens 0: the state after the prompt, already cached
+    if (keep) keep_sequence(slot, tokens);
+  } else if ((caching() || keep) &&
+             (max_positions_ == 0 || aft_session_position(slot.session.get()) < max_positions_)) {
     const int32_t last = slot.result.tokens.back();
     if (aft_session_eval(slot.session.get(), &last, 1, AFT_LOGITS_LAST, slot.logits.data()) ==
         AFT_OK) {

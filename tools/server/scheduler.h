@@ -74,6 +74,8 @@ class Scheduler {
   void prefill_chunk(Slot& slot);
   void prompt_done(Slot& slot);
   void emit(Slot& slot, const float* logits);
+  // Pushes token through the slot's detokenizer; the whole characters are in slot.text[0..*length).
+  aft_status detokenize(Slot& slot, int32_t token, size_t* length);
   void finish(Slot& slot, const char* reason);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot);
@@ -102,7 +104,8 @@ class Scheduler {
   LogprobScorer scorer_;  // logprobs, on the scheduler's thread
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<float> batch_logits_;
-  size_t next_prefill_ = 0;  // round robin over prefilling slots
+  std::vector<float> prompt_logits_;  // a chunk's every row, when a prompt is scored (echo)
+  size_t next_prefill_ = 0;           // round robin over prefilling slots
 
   std::mutex mutex_;
   std::condition_variable wake_;
