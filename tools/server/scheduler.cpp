@@ -324,14 +324,10 @@ void Scheduler::prefill_chunk(Slot& slot) {
   metrics_.prefill_us += static_cast<uint64_t>(ms_since(start) * 1000);
   if (score) {
     // Row r holds the distribution of the token after position prefilled + r.
-    const int32_t n_top = slot.job->request.top_logprobs;
     for (size_t r = 0; r < n; ++r) {
       const size_t next = slot.prefilled + r + 1;
       if (next == prompt.size()) break;
-      TokenLogprob scored = scorer_.score(prompt_logits_.data() + r * vocab, prompt[next], n_top);
-      scored.text_offset = slot.characters;
-      slot.characters += cli::code_points_starting(scored.chosen.text);
-      slot.job->add_logprob(std::move(scored));
+      add_logprob(slot, prompt_logits_.data() + r * vocab, prompt[next]);
     }
     std::copy_n(prompt_logits_.data() + (n - 1) * vocab, vocab, slot.logits.data());
   }
@@ -365,12 +361,7 @@ void Scheduler::emit(Slot& slot, const float* logits) {
       aft_sampler_sample(slot.sampler.get(), logits, static_cast<size_t>(vocab_size_), &token);
   if (status != AFT_OK) return fail(slot, failure("sampling", status));
   slot.result.tokens.push_back(token);
-  if (slot.job->request.top_logprobs >= 0) {
-    TokenLogprob scored = scorer_.score(logits, token, slot.job->request.top_logprobs);
-    scored.text_offset = slot.characters;
-    slot.characters += cli::code_points_starting(scored.chosen.text);
-    slot.job->add_logprob(std::move(scored));
-  }
+  if (slot.job->request.top_logprobs >= 0) add_logprob(slot, logits, token);
   size_t length = 0;
   status = detokenize(slot, token, &length);
   if (status != AFT_OK) return fail(slot, failure("decoding a token", status));
@@ -385,6 +376,13 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   if (max_positions_ > 0 && aft_session_position(slot.session.get()) >= max_positions_) {
     return finish(slot, "length");
   }
+}
+
+void Scheduler::add_logprob(Slot& slot, const float* logits, int32_t token) {
+  TokenLogprob scored = scorer_.score(logits, token, slot.job->request.top_logprobs);
+  scored.text_offset = slot.characters;
+  slot.characters += cli::code_points_starting(scored.chosen.text);
+  slot.job->add_logprob(std::move(scored));
 }
 
 aft_status Scheduler::detokenize(Slot& slot, int32_t token, size_t* length) {

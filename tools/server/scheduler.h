@@ -74,6 +74,8 @@ class Scheduler {
   void prefill_chunk(Slot& slot);
   void prompt_done(Slot& slot);
   void emit(Slot& slot, const float* logits);
+  // token's log-probability under logits (and the likeliest tokens) to the slot's job.
+  void add_logprob(Slot& slot, const float* logits, int32_t token);
   // Pushes token through the slot's detokenizer; the whole characters are in slot.text[0..*length).
   aft_status detokenize(Slot& slot, int32_t token, size_t* length);
   void finish(Slot& slot, const char* reason);
