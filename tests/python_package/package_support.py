@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +73,19 @@ def assert_refusals(test, main, cases, out) -> None:
             test.assertEqual(status, expected_status)
             test.assertIn(fragment, message)
     test.assertFalse(Path(out).exists())
+
+
+def assert_inputs_kept(test, command: Path, prefix: str, cases, inputs) -> None:
+    """Each (args, file named) of `cases` run as `command` in a process of its own: exit 1 with
+    the one line "PREFIX: error: FILE ...: refusing to overwrite it", and every file of `inputs`
+    unchanged."""
+    kept = {path: path.read_bytes() for path in inputs}
+    for args, message in cases:
+        with test.subTest(args=args):
+            result = subprocess.run([sys.executable, str(command), *map(str, args)],
+                                    capture_output=True, text=True)
+            test.assertEqual((result.returncode, result.stderr),
+                             (1, f"{prefix}: error: {message}: refusing to overwrite it\n"))
+            test.assertNotIn("Traceback", result.stderr)
+    for path, data in kept.items():
+        test.assertEqual(path.read_bytes(), data, path)

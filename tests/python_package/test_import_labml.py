@@ -242,20 +242,11 @@ class CommandLineTest(ImportTest):
         text_path.write_text(TEXT, encoding="utf-8")
         vocab_path.write_text(json.dumps(VOCAB), encoding="utf-8")
         symlink.symlink_to(source.name)
-        kept = {path: path.read_bytes() for path in (source, text_path, vocab_path)}
         cases = [((source, source, "--text", text_path), f"{source} is the input file"),
                  ((source, symlink, "--text", text_path), f"{symlink} is the input file {source}"),
                  ((source, text_path, "--text", text_path), f"{text_path} is the input file"),
                  ((source, vocab_path, "--vocab", vocab_path), f"{vocab_path} is the input file")]
-        for args, message in cases:
-            with self.subTest(args=args):
-                result = subprocess.run([sys.executable, str(IMPORTER), *map(str, args)],
-                                        capture_output=True, text=True)
-                self.assertEqual((result.returncode, result.stderr),
-                                 (1, f"aft_import_labml: error: {message}: refusing to overwrite it\n"))
-                self.assertNotIn("Traceback", result.stderr)
-        for path, data in kept.items():
-            self.assertEqual(path.read_bytes(), data, path)
+        package_support.assert_inputs_kept(self, IMPORTER, "aft_import_labml", cases, (source, text_path, vocab_path))
 
     def test_bad_inputs(self):
         not_a_checkpoint, bad_vocab, out = self.dir / "notes.txt", self.dir / "vocab.json", str(self.dir / "out.aft")

@@ -413,20 +413,11 @@ class CommandLineTest(Case):
         symlink, hard_link = self.dir / "symlink.aft", self.dir / "hard_link.aft"
         symlink.symlink_to(source.name)
         hard_link.hardlink_to(source)
-        kept = {path: path.read_bytes() for path in (source, tokenizer)}
         cases = [((source, source), f"{source} is the input file"),
                  ((source, symlink), f"{symlink} is the input file {source}"),
                  ((source, hard_link), f"{hard_link} is the input file {source}"),
                  ((source, tokenizer, "--tokenizer", tokenizer), f"{tokenizer} is the input file")]
-        for args, message in cases:
-            with self.subTest(args=args):
-                result = subprocess.run([sys.executable, str(IMPORTER), *map(str, args)],
-                                        capture_output=True, text=True)
-                self.assertEqual((result.returncode, result.stderr),
-                                 (1, f"aft_import_rwkv: error: {message}: refusing to overwrite it\n"))
-                self.assertNotIn("Traceback", result.stderr)
-        for path, data in kept.items():
-            self.assertEqual(path.read_bytes(), data, path)
+        package_support.assert_inputs_kept(self, IMPORTER, "aft_import_rwkv", cases, (source, tokenizer))
 
     def test_bad_inputs(self):
         notes, out = self.dir / "notes.txt", str(self.dir / "out.aft")
