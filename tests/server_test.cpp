@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -689,7 +690,10 @@ TEST(Server, InvalidRequestsNameTheField) {
       {{{"prompt", "a"}, {"logprobs", true}}, "logprobs"},
       {{{"prompt", "a"}, {"top_logprobs", 2}}, "top_logprobs"},
       {{{"prompt", "a"}, {"echo", "yes"}}, "echo"},
-      {{{"prompt", "a"}, {"n", 2}}, "n"},
+      {{{"prompt", "a"}, {"n", 0}}, "n"},
+      {{{"prompt", "a"}, {"n", 17}}, "n"},
+      {{{"prompt", "a"}, {"n", 2}, {"best_of", 1}}, "best_of"},
+      {{{"prompt", "a"}, {"best_of", 2}, {"stream", true}}, "best_of"},
   };
   for (const auto& [request, param] : cases) {
     const Reply r = complete(server, request);
@@ -1880,6 +1884,144 @@ TEST(Server, TerminateDoesNotWaitForAStalledClient) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_NE(server.log().find("a client still holds a connection"), std::string::npos)
       << server.log();
+}
+
+// n choices: choice i is what a request with seed + i gets alone (from a server without a cache,
+// which evaluates each prompt itself), while the prompt is evaluated once and the others start
+// from its state; streamed, each choice's chunks carry its index and give the same text.
+TEST(Server, SeveralChoicesAreEachTheirSeedsAndShareOnePrompt) {
+  Server server(kDecayModel, {"--prefill-chunk", "8"});
+  Server uncached(kDecayModel, {"--prefill-chunk", "8", "--state-cache-mib", "0"});
+  const std::string prompt = "The jury said that the city of Atlanta";
+  const json request = {{"prompt", prompt},
+                        {"max_tokens", 16},
+                        {"temperature", 0.9},
+                        {"seed", 70},
+                        {"return_tokens", true}};
+  json several_request = request;
+  several_request["n"] = 4;
+  const Reply several = complete(server, several_request);
+  ASSERT_EQ(several.status, 200) << several.body;
+  ASSERT_EQ(several.body["choices"].size(), 4u);
+  std::set<std::string> texts;
+  for (int i = 0; i < 4; ++i) {
+    const json& choice = several.body["choices"][i];
+    EXPECT_EQ(choice["index"], i);
+    json alone_request = request;
+    alone_request["seed"] = 70 + i;
+    const Reply alone = complete(uncached, alone_request);
+    ASSERT_EQ(alone.status, 200) << alone.body;
+    EXPECT_EQ(choice["tokens"], alone.body["choices"][0]["tokens"]) << "choice " << i;
+    EXPECT_EQ(choice["text"], alone.body["choices"][0]["text"]) << "choice " << i;
+    texts.insert(choice["text"].get<std::string>());
+  }
+  EXPECT_GE(texts.size(), 3u) << several.body;  // the seeds differ
+  EXPECT_EQ(several.body["usage"]["prompt_tokens"], prompt.size());
+  EXPECT_EQ(several.body["usage"]["completion_tokens"], 64);
+  EXPECT_EQ(several.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(metric(server, "aft_prefill_tokens_total"), static_cast<double>(prompt.size()));
+  EXPECT_EQ(metric(server, "aft_requests_total"), 1);
+  EXPECT_EQ(metric(server, "aft_completion_tokens_total"), 64);
+  EXPECT_NE(server.log().find("request 1 choice 3 answered | prompt 38 tokens, 38 cached"),
+            std::string::npos)
+      << server.log();
+
+  several_request["stream"] = true;
+  several_request["stream_options"] = {{"include_usage", true}};
+  several_request["seed"] = 70;
+  auto res = server.client().Post("/v1/completions", several_request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  const std::vector<json> chunks = sse_chunks(res->body);
+  ASSERT_FALSE(chunks.empty()) << res->body;
+  std::vector<std::string> streamed(4);
+  std::vector<int> ends(4, 0);
+  for (size_t c = 0; c + 1 < chunks.size(); ++c) {
+    ASSERT_EQ(chunks[c]["choices"].size(), 1u) << chunks[c];
+    const json& choice = chunks[c]["choices"][0];
+    const int index = choice["index"].get<int>();
+    ASSERT_TRUE(index >= 0 && index < 4) << chunks[c];
+    EXPECT_EQ(ends[index], 0) << "choice " << index << " goes on after its end";
+    streamed[index] += choice["text"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) ++ends[index];
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(streamed[i], several.body["choices"][i]["text"]) << "choice " << i;
+    EXPECT_EQ(ends[i], 1) << "choice " << i;
+  }
+  EXPECT_EQ(chunks.back()["usage"]["completion_tokens"], 64);
+
+  const Reply chat = post(
+      server, "/v1/chat/completions",
+      json({{"messages", {{{"role", "user"}, {"content", "Hello"}}}}, {"max_tokens", 6}, {"n", 2}})
+          .dump());
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  ASSERT_EQ(chat.body["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(chat.body["choices"][i]["index"], i);
+    EXPECT_EQ(chat.body["choices"][i]["message"]["role"], "assistant");
+  }
+}
+
+// best_of candidates, the n likeliest per token returned: the same as ranking by hand the requests
+// of each candidate's seed alone, with their log-probabilities.
+TEST(Server, BestOfReturnsTheLikeliestCandidatesPerToken) {
+  Server server(kDecayModel);
+  const json request = {{"prompt", "It was the first time"},
+                        {"max_tokens", 12},
+                        {"temperature", 1.2},
+                        {"seed", 9},
+                        {"logprobs", 0}};
+  std::vector<std::pair<double, std::string>> candidates;
+  int64_t completion_tokens = 0;
+  for (int i = 0; i < 5; ++i) {
+    json alone = request;
+    alone["seed"] = 9 + i;
+    const Reply r = complete(server, alone);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json& logprobs = r.body["choices"][0]["logprobs"]["token_logprobs"];
+    double sum = 0;
+    for (const json& logprob : logprobs) sum += logprob.get<double>();
+    candidates.emplace_back(sum / static_cast<double>(logprobs.size()),
+                            r.body["choices"][0]["text"].get<std::string>());
+    completion_tokens += r.body["usage"]["completion_tokens"].get<int64_t>();
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  json best = request;
+  best["n"] = 2;
+  best["best_of"] = 5;
+  const Reply r = complete(server, best);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.body["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.body["choices"][i]["index"], i);
+    EXPECT_EQ(r.body["choices"][i]["text"], candidates[static_cast<size_t>(i)].second);
+    EXPECT_EQ(r.body["choices"][i]["logprobs"]["tokens"].size(), 12u);
+  }
+  EXPECT_EQ(r.body["usage"]["completion_tokens"], completion_tokens);  // every candidate's
+  // Without logprobs in the request the candidates are ranked the same.
+  best.erase("logprobs");
+  const Reply plain = complete(server, best);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(plain.body["choices"][0]["text"], candidates[0].second);
+  EXPECT_TRUE(plain.body["choices"][0]["logprobs"].is_null());
+}
+
+// Choices that can never all fit the slots and the queue are refused with 400; those that fit
+// run, a slot after the other, the later ones from the first's prompt.
+TEST(Server, ChoicesBeyondTheSlotsAndQueueAreRefused) {
+  Server server(kDecayModel, {"--parallel", "1", "--max-queue", "1"});
+  const Reply too_many = complete(server, {{"prompt", "The jury"}, {"n", 3}});
+  EXPECT_EQ(too_many.status, 400);
+  EXPECT_EQ(too_many.body["error"]["param"], "n");
+  const Reply too_many_candidates =
+      complete(server, {{"prompt", "The jury"}, {"n", 1}, {"best_of", 3}});
+  EXPECT_EQ(too_many_candidates.status, 400);
+  EXPECT_EQ(too_many_candidates.body["error"]["param"], "best_of");
+  const Reply fits = complete(server, {{"prompt", "The jury"}, {"n", 2}, {"max_tokens", 5}});
+  ASSERT_EQ(fits.status, 200) << fits.body;
+  EXPECT_EQ(fits.body["choices"].size(), 2u);
+  EXPECT_EQ(metric(server, "aft_prefill_tokens_total"), 8);
 }
 
 }  // namespace

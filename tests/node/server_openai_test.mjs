@@ -242,6 +242,35 @@ test('a chat completion is the completion of the plain chat template', async () 
   assert.equal(streamed.usage[0].prompt_tokens_details.cached_tokens, prompt.length);
 });
 
+test('n choices: each the completion of its own seed, whole and streamed', async () => {
+  const request = { model: kModel, prompt: 'The jury said', max_tokens: 10, temperature: 0.9 };
+  const several = await client.completions.create({ ...request, n: 3, seed: 40 });
+  assert.deepEqual(several.choices.map((choice) => choice.index), [0, 1, 2]);
+  for (const [i, choice] of several.choices.entries()) {
+    const alone = await client.completions.create({ ...request, seed: 40 + i });
+    assert.equal(choice.text, alone.choices[0].text, `choice ${i}`);
+  }
+  assert.equal(several.usage.prompt_tokens, request.prompt.length);
+  assert.equal(several.usage.completion_tokens, 30);
+
+  const chunks = [];
+  for await (const chunk of await client.completions.create({ ...request, n: 3, seed: 40,
+                                                              stream: true })) {
+    chunks.push(chunk);
+  }
+  for (const [i, choice] of several.choices.entries()) {
+    const mine = chunks.filter((chunk) => chunk.choices[0].index === i);
+    assert.equal(mine.map((chunk) => chunk.choices[0].text).join(''), choice.text, `choice ${i}`);
+    assert.equal(mine.at(-1).choices[0].finish_reason, 'length');
+  }
+
+  const chat = await client.chat.completions.create({
+    model: kModel, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 6, n: 2, seed: 3,
+  });
+  assert.deepEqual(chat.choices.map((choice) => [choice.index, choice.message.role]),
+                   [[0, 'assistant'], [1, 'assistant']]);
+});
+
 // The client's error class for a status, with the error object's fields.
 async function rejectsWith(promise, ErrorClass, status, fields) {
   await assert.rejects(promise, (error) => {
@@ -262,8 +291,10 @@ test('invalid fields: 400 BadRequestError naming the field', async () => {
                     OpenAI.BadRequestError, 400, { param: 'max_tokens' });
   await rejectsWith(client.completions.create({ model: kModel, prompt: 'x', stop: [''] }),
                     OpenAI.BadRequestError, 400, { param: 'stop' });
-  await rejectsWith(client.completions.create({ model: kModel, prompt: 'x', n: 2 }),
+  await rejectsWith(client.completions.create({ model: kModel, prompt: 'x', n: 17 }),
                     OpenAI.BadRequestError, 400, { param: 'n' });
+  await rejectsWith(client.completions.create({ model: kModel, prompt: 'x', n: 3, best_of: 2 }),
+                    OpenAI.BadRequestError, 400, { param: 'best_of' });
   await rejectsWith(client.chat.completions.create({
     model: kModel, messages: [{ role: 'robot', content: 'hi' }],
   }), OpenAI.BadRequestError, 400, { param: 'messages' });

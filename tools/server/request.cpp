@@ -120,7 +120,10 @@ std::vector<std::string> stop_field(const json& value) {
   return stops;
 }
 
-// The fields the two endpoints share: sampling, length, stop, streaming.
+// The choices a request may ask for (n, best_of): each takes a slot or a place in the queue.
+constexpr int64_t kMaxChoices = 16;
+
+// The fields the two endpoints share: sampling, length, stop, streaming, choices.
 void parse_generation_fields(const json& body, const ModelLimits& limits,
                              CompletionRequest& request) {
   // OpenAI's defaults (temperature 1, no filters), not aft-run's.
@@ -179,9 +182,9 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
     }
   }
   if (present(body, "return_tokens")) request.return_tokens = bool_field(body, "return_tokens");
-  if (present(body, "n") && body["n"] != 1) {
-    throw invalid("n", "only one choice per request is supported, found " + shown(body["n"]));
-  }
+  if (present(body, "n"))
+    request.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices));
+  request.best_of = request.n;
   // Features not served yet are refused rather than silently ignored.
   for (const char* name : {"suffix", "tools", "functions"}) {
     const json value = present(body, name) ? body[name] : json(nullptr);
@@ -189,9 +192,6 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
       throw invalid(name,
                     "not supported by aft-server yet (docs/server.md), found " + shown(value));
     }
-  }
-  if (present(body, "best_of") && body["best_of"] != 1) {
-    throw invalid("best_of", "only 1 is supported, found " + shown(body["best_of"]));
   }
 }
 
@@ -305,6 +305,13 @@ CompletionRequest parse_completion_request(const std::string& body_text,
   if (present(body, "top_logprobs")) {
     throw invalid("top_logprobs", "not a field of /v1/completions: give logprobs the count");
   }
+  if (present(body, "best_of")) {
+    request.best_of = static_cast<int32_t>(integer_field(body, "best_of", request.n, kMaxChoices));
+    // The best are known only once every candidate has ended.
+    if (request.ranked() && request.stream) {
+      throw invalid("best_of", "cannot be streamed when greater than n");
+    }
+  }
   return request;
 }
 
@@ -339,6 +346,9 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
     throw invalid("echo", "not a field of chat completions, found " + shown(body["echo"]));
   }
   parse_generation_fields(body, limits, request);
+  if (present(body, "best_of") && body["best_of"] != request.n) {
+    throw invalid("best_of", "not a field of chat completions, found " + shown(body["best_of"]));
+  }
   if (present(body, "logprobs") && bool_field(body, "logprobs")) request.top_logprobs = 0;
   if (present(body, "top_logprobs")) {
     const auto n = static_cast<int32_t>(integer_field(body, "top_logprobs", 0, kMaxTopLogprobs));

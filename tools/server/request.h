@@ -52,6 +52,11 @@ struct CompletionRequest {
   // then be 0: the prompt scored, nothing generated.
   bool echo = false;
   bool prompt_logprobs() const { return echo && top_logprobs >= 0; }
+  // n choices, each sampled with seed + its index; best_of (completions) > n: that many
+  // generated, the n with the highest log-probability per token returned.
+  int32_t n = 1;
+  int32_t best_of = 1;
+  bool ranked() const { return best_of > n; }
   // A chat's: the conversation with the answer, as the next turn's prompt will begin.
   std::function<std::string(const std::string& answer)> answered;
 };

@@ -10,18 +10,20 @@ std::string dump(const json& value) {
 
 std::string sse_event(const json& data) { return "data: " + dump(data) + "\n\n"; }
 
-json usage_json(const CompletionRequest& request, const Job::Result& result) {
-  const size_t completion = result.tokens.size();
-  return {{"prompt_tokens", request.prompt.size()},
+json usage_json(const std::vector<std::shared_ptr<Job>>& jobs) {
+  const size_t prompt = jobs.front()->request.prompt.size();
+  size_t completion = 0;
+  for (const auto& job : jobs) completion += job->result().tokens.size();
+  return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
-          {"total_tokens", request.prompt.size() + completion},
-          {"prompt_tokens_details", {{"cached_tokens", result.cached_tokens}}}};
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", jobs.front()->result().cached_tokens}}}};
 }
 
 namespace {
 
-json choice(const ResponseContext& context, const std::string& text, bool streamed) {
-  json choice = {{"index", 0}};
+json choice(const ResponseContext& context, int index, const std::string& text, bool streamed) {
+  json choice = {{"index", index}};
   if (!context.chat) {
     choice["text"] = text;
   } else if (streamed) {
@@ -83,41 +85,44 @@ json envelope(const ResponseContext& context, bool streamed) {
 }  // namespace
 
 json completion_json(const ResponseContext& context, const CompletionRequest& request,
-                     const std::string& text, const Job::Result& result,
-                     const std::vector<TokenLogprob>& logprobs) {
+                     const std::vector<ChoiceOutput>& choices, const json& usage) {
   json response = envelope(context, false);
-  json first = choice(context, text, false);
-  first["logprobs"] = logprobs_json(context, request.top_logprobs >= 0 ? &logprobs : nullptr);
-  first["finish_reason"] = result.finish_reason;
-  if (request.return_tokens) first["tokens"] = result.tokens;
-  response["choices"] = json::array({first});
-  response["usage"] = usage_json(request, result);
+  response["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceOutput& output = choices[i];
+    json entry = choice(context, static_cast<int>(i), output.text, false);
+    entry["logprobs"] =
+        logprobs_json(context, request.top_logprobs >= 0 ? &output.logprobs : nullptr);
+    entry["finish_reason"] = output.result.finish_reason;
+    if (request.return_tokens) entry["tokens"] = output.result.tokens;
+    response["choices"].push_back(std::move(entry));
+  }
+  response["usage"] = usage;
   return response;
 }
 
-json chunk_json(const ResponseContext& context, const std::string& text,
+json chunk_json(const ResponseContext& context, int index, const std::string& text,
                 const std::string& finish_reason, const std::vector<TokenLogprob>* logprobs) {
   json response = envelope(context, true);
-  json first = choice(context, text, true);
-  first["logprobs"] = logprobs_json(context, logprobs);
-  first["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
-  response["choices"] = json::array({first});
+  json entry = choice(context, index, text, true);
+  entry["logprobs"] = logprobs_json(context, logprobs);
+  entry["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
+  response["choices"] = json::array({entry});
   return response;
 }
 
-json role_chunk_json(const ResponseContext& context) {
+json role_chunk_json(const ResponseContext& context, int index) {
   json response = envelope(context, true);
-  response["choices"] = json::array({{{"index", 0},
+  response["choices"] = json::array({{{"index", index},
                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
                                       {"finish_reason", nullptr}}});
   return response;
 }
 
-json usage_chunk_json(const ResponseContext& context, const CompletionRequest& request,
-                      const Job::Result& result) {
+json usage_chunk_json(const ResponseContext& context, const json& usage) {
   json response = envelope(context, true);
   response["choices"] = json::array();
-  response["usage"] = usage_json(request, result);
+  response["usage"] = usage;
   return response;
 }
 

@@ -1,5 +1,6 @@
 #include "tools/server/routes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -59,75 +60,131 @@ int64_t unix_seconds() {
       .count();
 }
 
-// The request's line on stderr: id, tokens in and out, cached tokens, times.
+// A job's line on stderr: id, tokens in and out, cached tokens, times.
 void log_job(const Job& job, const char* outcome) {
   const Job::Result& r = job.result();
   const double total = ms_since(job.created);
   std::fprintf(stderr,
-               "aft-server: request %llu %s | prompt %zu tokens, %lld cached | completion %zu "
-               "tokens (%s) | queue %.1f ms, prefill %.1f ms, decode %.1f ms, total %.1f ms\n",
-               static_cast<unsigned long long>(job.id), outcome, job.request.prompt.size(),
+               "aft-server: %s %s | prompt %zu tokens, %lld cached | completion %zu tokens (%s) | "
+               "queue %.1f ms, prefill %.1f ms, decode %.1f ms, total %.1f ms\n",
+               job.name().c_str(), outcome, job.request.prompt.size(),
                static_cast<long long>(r.cached_tokens), r.tokens.size(),
                r.error.empty() ? r.finish_reason.c_str() : r.error.c_str(), r.queue_ms,
                r.prefill_ms, r.decode_ms, total);
 }
 
-void count_job(ServerState& state, const Job& job) {
-  const Job::Result& r = job.result();
+// A request's jobs, all done, in the metrics (the prompt once) and the log (a line each).
+void count_request(ServerState& state, const std::vector<std::shared_ptr<Job>>& jobs,
+                   const char* outcome) {
+  const Job& first = *jobs.front();
   ++state.metrics.requests;
-  if (!r.error.empty()) ++state.metrics.requests_failed;
-  state.metrics.prompt_tokens += job.request.prompt.size();
-  state.metrics.completion_tokens += r.tokens.size();
-  state.metrics.cached_tokens += static_cast<uint64_t>(r.cached_tokens);
+  state.metrics.prompt_tokens += first.request.prompt.size();
+  state.metrics.cached_tokens += static_cast<uint64_t>(first.result().cached_tokens);
+  bool failed = false;
+  for (const auto& job : jobs) {
+    failed |= !job->result().error.empty();
+    state.metrics.completion_tokens += job->result().tokens.size();
+    log_job(*job, outcome);
+  }
+  if (failed) ++state.metrics.requests_failed;
 }
 
-void stream(httplib::Response& res, ServerState& state, std::shared_ptr<Job> job,
+// The first error among the jobs' results, or "".
+std::string first_error(const std::vector<std::shared_ptr<Job>>& jobs) {
+  for (const auto& job : jobs) {
+    if (!job->result().error.empty()) return job->result().error;
+  }
+  return "";
+}
+
+void cancel_all(const std::vector<std::shared_ptr<Job>>& jobs) {
+  for (const auto& job : jobs) job->cancel();
+}
+
+// A stream's progress over its request's choices.
+struct StreamProgress {
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<bool> ended;
+  std::string error;  // the first choice to fail: the others are cancelled, their text not sent
+};
+
+// The events of a stream's next call (waiting up to a second for something to send): each
+// choice's text since the last call (chat: its role first), then its end; once every choice has
+// ended, the usage (if asked) or the error, and [DONE]. Sets *done then.
+std::string next_events(StreamProgress& progress, const ResponseContext& context, bool first_call,
+                        bool* done) {
+  const auto& jobs = progress.jobs;
+  const CompletionRequest& request = jobs.front()->request;
+  const bool with_logprobs = request.top_logprobs >= 0;
+  std::vector<std::shared_ptr<Job>> running;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!progress.ended[i]) running.push_back(jobs[i]);
+  }
+  Job::wait_any(running, std::chrono::seconds(1), with_logprobs);
+  std::string events;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int index = static_cast<int>(i);
+    if (first_call && context.chat) events += sse_event(role_chunk_json(context, index));
+    if (progress.ended[i]) continue;
+    std::string text;
+    std::vector<TokenLogprob> logprobs;
+    progress.ended[i] =
+        jobs[i]->take(&text, std::chrono::milliseconds(0), with_logprobs ? &logprobs : nullptr);
+    const bool sending = progress.error.empty();
+    if (sending && (!text.empty() || !logprobs.empty())) {
+      events +=
+          sse_event(chunk_json(context, index, text, "", with_logprobs ? &logprobs : nullptr));
+    }
+    if (!progress.ended[i]) continue;
+    const Job::Result& result = jobs[i]->result();
+    if (!result.error.empty() && sending) {
+      progress.error = result.error;
+      cancel_all(jobs);  // they end at the scheduler's next step
+    } else if (sending) {
+      events += sse_event(chunk_json(context, index, "", result.finish_reason));
+    }
+  }
+  *done = std::all_of(progress.ended.begin(), progress.ended.end(), [](bool e) { return e; });
+  if (*done) {
+    if (!progress.error.empty()) {
+      events += sse_event(error_json(progress.error, "server_error", ""));
+    } else if (request.include_usage) {
+      events += sse_event(usage_chunk_json(context, usage_json(jobs)));
+    }
+    events += kSseDone;
+  }
+  // A second with nothing to send (a queued request, a long prompt): an SSE comment, which
+  // clients ignore, so that a client gone away is noticed by a failed write.
+  if (events.empty()) events = ": waiting\n\n";
+  return events;
+}
+
+void stream(httplib::Response& res, ServerState& state, std::vector<std::shared_ptr<Job>> jobs,
             ResponseContext context) {
   res.set_header("Cache-Control", "no-cache");
   ++state.open_streams;
+  auto progress = std::make_shared<StreamProgress>();
+  progress->ended.assign(jobs.size(), false);
+  progress->jobs = std::move(jobs);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&state, job, context](size_t offset, httplib::DataSink& sink) {
-        std::string text;
-        std::vector<TokenLogprob> logprobs;
-        const bool with_logprobs = job->request.top_logprobs >= 0;
-        const bool done =
-            job->take(&text, std::chrono::seconds(1), with_logprobs ? &logprobs : nullptr);
-        std::string events;
-        if (offset == 0 && context.chat) events += sse_event(role_chunk_json(context));
-        if (!text.empty() || !logprobs.empty()) {
-          events += sse_event(chunk_json(context, text, "", with_logprobs ? &logprobs : nullptr));
-        }
-        // A second with nothing to send (a queued request, a long prompt): an SSE comment, which
-        // clients ignore, so that a client gone away is noticed by a failed write.
-        if (!done && events.empty()) events += ": waiting\n\n";
-        if (done) {
-          const Job::Result& result = job->result();
-          if (!result.error.empty()) {
-            events += sse_event(error_json(result.error, "server_error", ""));
-          } else {
-            events += sse_event(chunk_json(context, "", result.finish_reason));
-            if (job->request.include_usage) {
-              events += sse_event(usage_chunk_json(context, job->request, result));
-            }
-          }
-          events += kSseDone;
-        }
-        // A client gone away cancels its slot: the scheduler frees it at its next step. (Not
+      [&state, progress, context](size_t offset, httplib::DataSink& sink) {
+        bool done = false;
+        const std::string events = next_events(*progress, context, offset == 0, &done);
+        // A client gone away cancels its slots: the scheduler frees them at its next step. (Not
         // sink.is_writable(): it is false while the socket's buffer is full, a slow reader.)
         if (!sink.write(events.data(), events.size())) {
-          job->cancel();
+          cancel_all(progress->jobs);
           return false;
         }
         if (done) {
-          count_job(state, *job);
-          log_job(*job, "streamed");
+          count_request(state, progress->jobs, "streamed");
           sink.done();
         }
         return true;
       },
-      [&state, job](bool success) {
-        if (!success) job->cancel();
+      [&state, progress](bool success) {
+        if (!success) cancel_all(progress->jobs);
         --state.open_streams;
       });
 }
@@ -142,11 +199,26 @@ void find_shared_prefix(ServerState& state, Job& job) {
   job.shared_prefix = state.shared_cache->find(prompt, local);
   if (state.options.verbose) {
     std::fprintf(stderr,
-                 "aft-server: request %llu: %zu of %zu prompt tokens in the local cache, %zu in "
-                 "the shared one (%.2f ms)\n",
-                 static_cast<unsigned long long>(job.id), local, prompt.size(),
+                 "aft-server: %s: %zu of %zu prompt tokens in the local cache, %zu in the "
+                 "shared one (%.2f ms)\n",
+                 job.name().c_str(), local, prompt.size(),
                  job.shared_prefix ? job.shared_prefix->tokens.size() : size_t{0}, ms_since(start));
   }
+}
+
+// The choices to return, best first: those of highest log-probability per token when best_of
+// ranks its candidates (equal ones in the order generated), else all in order.
+std::vector<ChoiceOutput> returned_choices(std::vector<ChoiceOutput> outputs,
+                                           const CompletionRequest& request) {
+  if (!request.ranked()) return outputs;
+  auto per_token = [](const ChoiceOutput& c) {
+    return c.result.tokens.empty() ? 0.0 : c.result.logprob_sum / c.result.tokens.size();
+  };
+  std::stable_sort(
+      outputs.begin(), outputs.end(),
+      [&](const ChoiceOutput& a, const ChoiceOutput& b) { return per_token(a) > per_token(b); });
+  outputs.resize(static_cast<size_t>(request.n));
+  return outputs;
 }
 
 void complete(const httplib::Request& req, httplib::Response& res, ServerState& state, bool chat) {
@@ -154,6 +226,17 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   try {
     request = chat ? parse_chat_request(req.body, state.limits, state.chat_template)
                    : parse_completion_request(req.body, state.limits);
+    const int capacity = state.options.parallel + state.options.max_queue;
+    if (request.best_of > capacity) {
+      const char* param = request.ranked() ? "best_of" : "n";
+      throw RequestError(400,
+                         std::string("'") + param + "': " + std::to_string(request.best_of) +
+                             " choices never fit the " + std::to_string(capacity) +
+                             " places of this server's slots and queue (--parallel " +
+                             std::to_string(state.options.parallel) + ", --max-queue " +
+                             std::to_string(state.options.max_queue) + ")",
+                         param);
+    }
   } catch (const RequestError& error) {
     ++state.metrics.requests_failed;
     return send_error(res, error);
@@ -165,9 +248,18 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
   context.model = state.model_name;
   context.created = unix_seconds();
   context.chat = chat;
-  auto job = std::make_shared<Job>(id, std::move(request));
-  if (state.shared_cache != nullptr) find_shared_prefix(state, *job);
-  if (!state.scheduler->submit(job)) {
+  // A job per choice, sampled with the request's seed plus its index.
+  std::vector<std::shared_ptr<Job>> jobs;
+  const auto signal = std::make_shared<JobSignal>();
+  for (int i = 0; i < request.best_of; ++i) {
+    CompletionRequest choice = request;
+    choice.sampling.seed += static_cast<uint64_t>(i);
+    jobs.push_back(std::make_shared<Job>(id, std::move(choice), i, signal));
+  }
+  // The other choices wait for the first's prompt and start from its state (the scheduler's
+  // waits_for_prefill).
+  if (state.shared_cache != nullptr) find_shared_prefix(state, *jobs.front());
+  if (!state.scheduler->submit(jobs)) {
     ++state.metrics.requests_failed;
     res.set_header("Retry-After", "1");
     return send_error(res,
@@ -177,28 +269,30 @@ void complete(const httplib::Request& req, httplib::Response& res, ServerState& 
                                        std::to_string(state.options.max_queue) + "): retry later",
                                    "", "server_busy"));
   }
-  if (job->request.stream) return stream(res, state, job, context);
+  if (request.stream) return stream(res, state, std::move(jobs), context);
 
   // Nothing is written until the answer is whole, so the client's leaving is looked for on the
-  // socket: it cancels the job, which frees its slot (or its place in the queue) at the
+  // socket: it cancels the jobs, which frees their slots (or places in the queue) at the
   // scheduler's next step.
   const ClientConnection connection(req);
-  std::string text;
-  std::vector<TokenLogprob> logprobs;
-  while (!job->take(&text, std::chrono::milliseconds(200), &logprobs)) {
-    if (!job->cancelled() && connection.closed_by_client()) job->cancel();
+  std::vector<ChoiceOutput> outputs(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    while (!jobs[i]->take(&outputs[i].text, std::chrono::milliseconds(200), &outputs[i].logprobs)) {
+      if (!jobs[i]->cancelled() && connection.closed_by_client()) cancel_all(jobs);
+    }
+    outputs[i].result = jobs[i]->result();
   }
-  if (job->cancelled()) {  // the scheduler has logged it; written in case the client still reads
+  if (jobs.front()->cancelled()) {  // the scheduler has logged it; in case the client still reads
     return send_error(
         res, RequestError(500, "cancelled: the client closed its end of the connection", "",
                           "server_error"));
   }
-  count_job(state, *job);
-  log_job(*job, "answered");
-  if (!job->result().error.empty()) {
-    return send_error(res, RequestError(500, job->result().error, "", "server_error"));
-  }
-  send_json(res, 200, completion_json(context, job->request, text, job->result(), logprobs));
+  count_request(state, jobs, "answered");
+  const std::string error = first_error(jobs);
+  if (!error.empty()) return send_error(res, RequestError(500, error, "", "server_error"));
+  send_json(res, 200,
+            completion_json(context, request, returned_choices(std::move(outputs), request),
+                            usage_json(jobs)));
 }
 
 void tokenize_route(const httplib::Request& req, httplib::Response& res, ServerState& state) {

@@ -111,8 +111,8 @@ void Scheduler::drop_cancelled_jobs() {
       continue;
     }
     // No handler is left to log it.
-    std::fprintf(stderr, "aft-server: request %llu cancelled (the client went away) while queued\n",
-                 static_cast<unsigned long long>(job->id));
+    std::fprintf(stderr, "aft-server: %s cancelled (the client went away) while queued\n",
+                 job->name().c_str());
     Job::Result result;
     result.error = "cancelled";
     job->finish(std::move(result));
@@ -121,15 +121,16 @@ void Scheduler::drop_cancelled_jobs() {
   metrics_.queue_depth = static_cast<int64_t>(queue_.size());
 }
 
-bool Scheduler::submit(std::shared_ptr<Job> job) {
+bool Scheduler::submit(const std::vector<std::shared_ptr<Job>>& jobs) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     drop_cancelled_jobs();
     const size_t free_slots = slots_.size() - static_cast<size_t>(busy_);
-    if (stopping_ || queue_.size() >= free_slots + static_cast<size_t>(options_.max_queue)) {
+    if (stopping_ ||
+        queue_.size() + jobs.size() > free_slots + static_cast<size_t>(options_.max_queue)) {
       return false;
     }
-    queue_.push_back(std::move(job));
+    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
     metrics_.queue_depth = static_cast<int64_t>(queue_.size());
   }
   wake_.notify_all();
@@ -147,16 +148,19 @@ void Scheduler::run() {
       if (stopping_) break;
       controls.swap(controls_);
       drop_cancelled_jobs();
+      // To each free slot the first queued job that may start (one that waits lets those behind
+      // it pass).
       for (auto& slot : slots_) {
-        while (slot->phase == Slot::Phase::kFree && !queue_.empty() &&
-               !extending(queue_.front()->request.prompt)) {
-          std::shared_ptr<Job> job = std::move(queue_.front());
-          queue_.pop_front();
-          if (job->cancelled()) continue;
-          slot->phase = Slot::Phase::kPrefill;  // reserved; start() below fills it in
-          ++busy_;
-          admitted.emplace_back(slot.get(), std::move(job));
-        }
+        if (slot->phase != Slot::Phase::kFree) continue;
+        const auto next = std::find_if(queue_.begin(), queue_.end(), [&](const auto& job) {
+          return !extending(job->request.prompt) && !waits_for_prefill(*job, admitted);
+        });
+        if (next == queue_.end()) break;
+        std::shared_ptr<Job> job = std::move(*next);
+        queue_.erase(next);
+        slot->phase = Slot::Phase::kPrefill;  // reserved; start() below fills it in
+        ++busy_;
+        admitted.emplace_back(slot.get(), std::move(job));
       }
       metrics_.queue_depth = static_cast<int64_t>(queue_.size());
     }
@@ -287,10 +291,10 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   slot.result.cached_tokens = static_cast<int64_t>(slot.prefilled);
   if (options_.verbose) {
     std::fprintf(stderr,
-                 "aft-server: request %llu: %zu prompt tokens, %zu from the cache, seed %llu, "
+                 "aft-server: %s: %zu prompt tokens, %zu from the cache, seed %llu, "
                  "temperature %g, top_k %d, top_p %g, min_p %g\n",
-                 static_cast<unsigned long long>(slot.job->id), request.prompt.size(),
-                 slot.prefilled, static_cast<unsigned long long>(request.sampling.seed),
+                 slot.job->name().c_str(), request.prompt.size(), slot.prefilled,
+                 static_cast<unsigned long long>(request.sampling.seed),
                  request.sampling.temperature, request.sampling.top_k, request.sampling.top_p,
                  request.sampling.min_p);
   }
@@ -361,7 +365,10 @@ void Scheduler::emit(Slot& slot, const float* logits) {
       aft_sampler_sample(slot.sampler.get(), logits, static_cast<size_t>(vocab_size_), &token);
   if (status != AFT_OK) return fail(slot, failure("sampling", status));
   slot.result.tokens.push_back(token);
-  if (slot.job->request.top_logprobs >= 0) add_logprob(slot, logits, token);
+  const CompletionRequest& request = slot.job->request;
+  if (request.top_logprobs >= 0 || request.ranked()) {
+    slot.result.logprob_sum += add_logprob(slot, logits, token);
+  }
   size_t length = 0;
   status = detokenize(slot, token, &length);
   if (status != AFT_OK) return fail(slot, failure("decoding a token", status));
@@ -378,11 +385,14 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   }
 }
 
-void Scheduler::add_logprob(Slot& slot, const float* logits, int32_t token) {
+double Scheduler::add_logprob(Slot& slot, const float* logits, int32_t token) {
   TokenLogprob scored = scorer_.score(logits, token, slot.job->request.top_logprobs);
+  const double logprob = scored.chosen.logprob;
+  if (slot.job->request.top_logprobs < 0) return logprob;  // only ranked (best_of)
   scored.text_offset = slot.characters;
   slot.characters += cli::code_points_starting(scored.chosen.text);
   slot.job->add_logprob(std::move(scored));
+  return logprob;
 }
 
 aft_status Scheduler::detokenize(Slot& slot, int32_t token, size_t* length) {
@@ -485,6 +495,27 @@ bool Scheduler::extend(Slot& slot, const std::string& conversation) {
   return true;
 }
 
+// A prompt that begins with one being evaluated (a request's other choices, or clients sending
+// one long system prompt at once) is evaluated once: the job waits in the queue until the other's
+// prompt is cached, then starts from its state. Without a cache, each evaluates its own.
+bool Scheduler::waits_for_prefill(
+    const Job& job, const std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted) const {
+  if (!cache_.enabled() || job.request.prompt_logprobs()) return false;
+  const std::vector<int32_t>& prompt = job.request.prompt;
+  auto begins = [&](const Job& other) {
+    const std::vector<int32_t>& tokens = other.request.prompt;
+    return tokens.size() <= prompt.size() &&
+           std::equal(tokens.begin(), tokens.end(), prompt.begin());
+  };
+  for (const auto& slot : slots_) {
+    if (slot->phase == Slot::Phase::kPrefill && slot->job && begins(*slot->job)) return true;
+  }
+  for (const auto& started : admitted) {  // this round's, not in their slots yet
+    if (begins(*started.second)) return true;
+  }
+  return false;
+}
+
 bool Scheduler::extending(const std::vector<int32_t>& prompt) const {
   for (const auto& slot : slots_) {
     const std::vector<int32_t>& tokens = slot->extension;
@@ -498,9 +529,8 @@ bool Scheduler::extending(const std::vector<int32_t>& prompt) const {
 
 void Scheduler::fail(Slot& slot, const std::string& message) {
   if (slot.job->cancelled()) {  // no handler is left to log it
-    std::fprintf(stderr,
-                 "aft-server: request %llu cancelled (the client went away) after %zu tokens\n",
-                 static_cast<unsigned long long>(slot.job->id), slot.result.tokens.size());
+    std::fprintf(stderr, "aft-server: %s cancelled (the client went away) after %zu tokens\n",
+                 slot.job->name().c_str(), slot.result.tokens.size());
   }
   slot.result.error = message;
   // The session's state is no longer its last request's.

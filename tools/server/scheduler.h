@@ -41,8 +41,9 @@ class Scheduler {
   // submit() refuses from then on.
   void shutdown();
 
-  // Queues a job; false when every slot is busy and the queue is full, or after shutdown().
-  bool submit(std::shared_ptr<Job> job);
+  // Queues a request's jobs (its choices), all or none; false when the free slots and the queue's
+  // room are fewer than the jobs, or after shutdown().
+  bool submit(const std::vector<std::shared_ptr<Job>>& jobs);
   const PrefixCache& cache() const { return cache_; }
   int slots() const { return static_cast<int>(slots_.size()); }
 
@@ -74,8 +75,8 @@ class Scheduler {
   void prefill_chunk(Slot& slot);
   void prompt_done(Slot& slot);
   void emit(Slot& slot, const float* logits);
-  // token's log-probability under logits (and the likeliest tokens) to the slot's job.
-  void add_logprob(Slot& slot, const float* logits, int32_t token);
+  // token's log-probability under logits; with the likeliest tokens to the slot's job if it asks.
+  double add_logprob(Slot& slot, const float* logits, int32_t token);
   // Pushes token through the slot's detokenizer; the whole characters are in slot.text[0..*length).
   aft_status detokenize(Slot& slot, int32_t token, size_t* length);
   void finish(Slot& slot, const char* reason);
@@ -83,6 +84,9 @@ class Scheduler {
   void release(Slot& slot);
   bool extend(Slot& slot, const std::string& conversation);
   bool extending(const std::vector<int32_t>& prompt) const;
+  // Whether job waits for another's prompt, which begins its own, to be evaluated and cached.
+  bool waits_for_prefill(const Job& job,
+                         const std::vector<std::pair<Slot*, std::shared_ptr<Job>>>& admitted) const;
   void decode_step();
   void remember(Slot& slot, std::vector<int32_t> tokens, const float* logits);
   // Whether states are kept at all: in the local cache or the shared one.
