@@ -30,6 +30,7 @@
 #include "run_command.h"
 #include "tools/cli/api_call.h"
 #include "tools/cli/prefix_state.h"
+#include "tools/server/json_grammar.h"
 #include "tools/server/routes.h"
 
 // The shared cache's tests (--redis, at the end).
@@ -2022,6 +2023,83 @@ TEST(Server, ChoicesBeyondTheSlotsAndQueueAreRefused) {
   ASSERT_EQ(fits.status, 200) << fits.body;
   EXPECT_EQ(fits.body["choices"].size(), 2u);
   EXPECT_EQ(metric(server, "aft_prefill_tokens_total"), 8);
+}
+
+// The token of one character of the shipped model.
+int32_t token_of(const Server& server, const std::string& character) {
+  const Reply r = post(server, "/tokenize", json({{"content", character}}).dump());
+  return r.body["tokens"].size() == 1 ? r.body["tokens"][0].get<int32_t>() : -1;
+}
+
+// response_format json_object: a completion that ends is one JSON object (the shipped model,
+// nudged to close its strings and objects); one cut by max_tokens is the start of one; streamed,
+// the same text. Without the grammar, the nudged model writes quotes and braces anywhere.
+TEST(Server, JsonObjectResponsesAreObjects) {
+  Server server(kDecayModel);
+  const int32_t quote = token_of(server, "\"");
+  const int32_t brace = token_of(server, "}");
+  ASSERT_GE(quote, 0);
+  ASSERT_GE(brace, 0);
+  json request = {{"prompt", "The jury said"},
+                  {"max_tokens", 400},
+                  {"logit_bias", {{std::to_string(quote), 5}, {std::to_string(brace), 5}}},
+                  {"response_format", {{"type", "json_object"}}}};
+  for (int seed = 1; seed <= 6; ++seed) {
+    request["seed"] = seed;
+    const Reply r = complete(server, request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string text = r.body["choices"][0]["text"];
+    EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop") << text;
+    EXPECT_TRUE(json::parse(text, nullptr, false).is_object()) << text;
+    if (seed == 1) {
+      json streamed_request = request;
+      streamed_request["stream"] = true;
+      auto res =
+          server.client().Post("/v1/completions", streamed_request.dump(), "application/json");
+      ASSERT_TRUE(res);
+      std::string streamed;
+      for (const json& chunk : sse_chunks(res->body)) {
+        streamed += chunk["choices"][0]["text"].get<std::string>();
+      }
+      EXPECT_EQ(streamed, text);
+      json free_request = request;
+      free_request.erase("response_format");
+      const Reply free = complete(server, free_request);
+      EXPECT_FALSE(json::parse(free.body["choices"][0]["text"].get<std::string>(), nullptr, false)
+                       .is_object())
+          << free.body;
+    }
+  }
+  json chat = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+               {"max_tokens", 400},
+               {"seed", 2},
+               {"logit_bias", request["logit_bias"]},
+               {"response_format", {{"type", "json_object"}}}};
+  const Reply answer = post(server, "/v1/chat/completions", chat.dump());
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  EXPECT_TRUE(json::parse(answer.body["choices"][0]["message"]["content"].get<std::string>(),
+                          nullptr, false)
+                  .is_object())
+      << answer.body;
+
+  // Cut short: the beginning of an object.
+  const Reply cut = complete(server, {{"prompt", "The jury said"},
+                                      {"max_tokens", 40},
+                                      {"seed", 1},
+                                      {"response_format", {{"type", "json_object"}}}});
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(cut.body["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(server::JsonGrammar().push(cut.body["choices"][0]["text"].get<std::string>()))
+      << cut.body;
+
+  for (const json& format :
+       {json("json_object"), json({{"type", "json_schema"}}), json({{"type", "xml"}})}) {
+    const Reply refused = complete(server, {{"prompt", "a"}, {"response_format", format}});
+    EXPECT_EQ(refused.status, 400) << format;
+    EXPECT_EQ(refused.body["error"]["param"], "response_format") << refused.body;
+  }
+  EXPECT_EQ(complete(server, {{"prompt", "a"}, {"response_format", {{"type", "text"}}}}).status,
+            200);
 }
 
 }  // namespace

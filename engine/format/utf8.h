@@ -8,6 +8,27 @@
 
 namespace aft {
 
+// What a character's first byte asks of the bytes after it (Unicode's table 3-7): the character's
+// length, and the range of its second byte, narrowed where the whole range would allow an overlong
+// form, a surrogate or a code point above U+10FFFF (the later bytes are 0x80-0xBF).
+struct Utf8Lead {
+  std::size_t length;  // 2 to 4; 0 if the byte begins no character of more than one byte
+  uint8_t low, high;
+};
+
+constexpr Utf8Lead utf8_lead(uint8_t b0) {
+  if (b0 >= 0xC2 && b0 <= 0xDF) return {2, 0x80, 0xBF};
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    return {3, static_cast<uint8_t>(b0 == 0xE0 ? 0xA0 : 0x80),
+            static_cast<uint8_t>(b0 == 0xED ? 0x9F : 0xBF)};
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    return {4, static_cast<uint8_t>(b0 == 0xF0 ? 0x90 : 0x80),
+            static_cast<uint8_t>(b0 == 0xF4 ? 0x8F : 0xBF)};
+  }
+  return {0, 0x80, 0xBF};
+}
+
 // Decodes the character starting at text[pos]: its code point and its length in bytes, or length 0
 // if the bytes there are not a well-formed UTF-8 character.
 struct DecodedChar {
@@ -20,29 +41,14 @@ inline DecodedChar decode_utf8(std::string_view text, std::size_t pos) {
   const std::size_t avail = text.size() - pos;
   const uint8_t b0 = byte(0);
   if (b0 < 0x80) return {b0, 1};
-  std::size_t length;
-  uint32_t cp;
-  uint8_t lo = 0x80, hi = 0xBF;  // the range of the second byte, narrowed to exclude bad forms
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2;
-    cp = b0 & 0x1Fu;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3;
-    cp = b0 & 0x0Fu;
-    if (b0 == 0xE0) lo = 0xA0;  // overlong
-    if (b0 == 0xED) hi = 0x9F;  // surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4;
-    cp = b0 & 0x07u;
-    if (b0 == 0xF0) lo = 0x90;  // overlong
-    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return {0, 0};
-  }
+  const Utf8Lead lead = utf8_lead(b0);
+  const std::size_t length = lead.length;
+  if (length == 0) return {0, 0};
+  uint32_t cp = b0 & (0x7Fu >> length);
   if (avail < length) return {0, 0};
   for (std::size_t i = 1; i < length; ++i) {
     const uint8_t b = byte(i);
-    if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) return {0, 0};
+    if (b < (i == 1 ? lead.low : 0x80) || b > (i == 1 ? lead.high : 0xBF)) return {0, 0};
     cp = cp << 6 | (b & 0x3Fu);
   }
   return {cp, length};

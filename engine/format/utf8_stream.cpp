@@ -17,26 +17,15 @@ struct Prefix {
 };
 
 Prefix valid_prefix(std::string_view text, std::size_t pos) {
-  const auto b0 = static_cast<uint8_t>(text[pos]);
-  std::size_t need;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return {1, false};
-  }
+  const Utf8Lead lead = utf8_lead(static_cast<uint8_t>(text[pos]));
+  const std::size_t need = lead.length;
+  if (need == 0) return {1, false};
   std::size_t length = 1;
   while (length < need && pos + length < text.size()) {
     const auto b = static_cast<uint8_t>(text[pos + length]);
-    if (b < (length == 1 ? lo : 0x80) || b > (length == 1 ? hi : 0xBF)) return {length, false};
+    if (b < (length == 1 ? lead.low : 0x80) || b > (length == 1 ? lead.high : 0xBF)) {
+      return {length, false};
+    }
     ++length;
   }
   return {length, pos + length == text.size()};

@@ -120,6 +120,24 @@ std::vector<std::string> stop_field(const json& value) {
   return stops;
 }
 
+// response_format: whether the completion is to be one JSON object.
+bool json_object_field(const json& value) {
+  if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
+    throw invalid(
+        "response_format",
+        "expected {\"type\": \"text\"} or {\"type\": \"json_object\"}, found " + shown(value));
+  }
+  const std::string type = value["type"].get<std::string>();
+  if (type == "text") return false;
+  if (type == "json_object") return true;
+  if (type == "json_schema") {
+    throw invalid(
+        "response_format",
+        "json_schema is not supported by aft-server yet (docs/server.md): json_object is");
+  }
+  throw invalid("response_format", "unknown type \"" + type + "\" (text or json_object)");
+}
+
 // The choices a request may ask for (n, best_of): each takes a slot or a place in the queue.
 constexpr int64_t kMaxChoices = 16;
 
@@ -182,6 +200,9 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
     }
   }
   if (present(body, "return_tokens")) request.return_tokens = bool_field(body, "return_tokens");
+  if (present(body, "response_format")) {
+    request.json_object = json_object_field(body["response_format"]);
+  }
   if (present(body, "n"))
     request.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices));
   request.best_of = request.n;

@@ -54,6 +54,9 @@ struct CompletionRequest {
   bool prompt_logprobs() const { return echo && top_logprobs >= 0; }
   // n choices, each sampled with seed + its index; best_of (completions) > n: that many
   // generated, the n with the highest log-probability per token returned.
+  // response_format {"type": "json_object"}: the completion is one JSON object, and ends where it
+  // closes (json_grammar.h).
+  bool json_object = false;
   int32_t n = 1;
   int32_t best_of = 1;
   bool ranked() const { return best_of > n; }

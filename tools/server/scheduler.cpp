@@ -6,10 +6,12 @@
 #include <exception>
 #include <future>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "tools/cli/api_call.h"
 #include "tools/cli/elapsed.h"
+#include "tools/server/json_grammar.h"
 #include "tools/server/stop_filter.h"
 
 namespace aft::server {
@@ -40,9 +42,11 @@ struct Scheduler::Slot {
   std::vector<char> text = std::vector<char>(64);
   int64_t characters = 0;  // of the prompt and completion so far, with logprobs: text_offset
   Clock::time_point prefill_start;
-  cli::PrefixState sequence;       // for /slots; no tokens: none
-  std::string answer;              // the text the client got
-  std::vector<int32_t> extension;  // kExtend's tokens
+  std::optional<JsonGrammar> json;  // response_format json_object: the text so far
+  std::vector<float> allowed;       // the logits, the tokens JSON refuses at -inf
+  cli::PrefixState sequence;        // for /slots; no tokens: none
+  std::string answer;               // the text the client got
+  std::vector<int32_t> extension;   // kExtend's tokens
 };
 
 Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& metrics,
@@ -240,6 +244,8 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   // The prompt counts among the recent tokens the penalties look at, as in aft-run.
   for (int32_t token : request.prompt) aft_sampler_accept(slot.sampler.get(), token);
   slot.stop = std::make_unique<StopFilter>(request.stop);
+  slot.json.reset();
+  if (request.json_object) slot.json.emplace();
   slot.characters = 0;
   if (request.prompt_logprobs()) {  // the prompt's first token; prefill_chunk scores the others
     TokenLogprob first;
@@ -360,10 +366,21 @@ void Scheduler::prompt_done(Slot& slot) {
 // Samples the next token from logits and sends its text; ends the job or leaves the token to the
 // next batch step.
 void Scheduler::emit(Slot& slot, const float* logits) {
+  const float* choices = logits;
+  if (slot.json) {
+    slot.allowed.assign(logits, logits + vocab_size_);
+    if (mask_refused_tokens(*slot.json, vocabulary_, slot.allowed.data()) == 0) {
+      return fail(slot,
+                  "response_format json_object: no token of the model's vocabulary continues "
+                  "the JSON here");
+    }
+    choices = slot.allowed.data();
+  }
   int32_t token = 0;
   aft_status status =
-      aft_sampler_sample(slot.sampler.get(), logits, static_cast<size_t>(vocab_size_), &token);
+      aft_sampler_sample(slot.sampler.get(), choices, static_cast<size_t>(vocab_size_), &token);
   if (status != AFT_OK) return fail(slot, failure("sampling", status));
+  if (slot.json) slot.json->push(vocabulary_.text(token));
   slot.result.tokens.push_back(token);
   const CompletionRequest& request = slot.job->request;
   if (request.top_logprobs >= 0 || request.ranked()) {
@@ -376,7 +393,8 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   const std::string piece = slot.stop->push(std::string(slot.text.data(), length), &stopped);
   slot.answer += piece;
   slot.job->append(piece);
-  if (stopped) return finish(slot, "stop");
+  if (stopped) return finish(slot, "stop", true);
+  if (slot.json && slot.json->complete()) return finish(slot, "stop");
   if (slot.result.tokens.size() >= static_cast<size_t>(slot.job->request.max_tokens)) {
     return finish(slot, "length");
   }
@@ -433,12 +451,12 @@ void Scheduler::decode_step() {
   }
 }
 
-void Scheduler::finish(Slot& slot, const char* reason) {
+void Scheduler::finish(Slot& slot, const char* reason, bool at_stop_string) {
   // The end of the text: held bytes of an unfinished character, and text held for a stop string
-  // that never came. After a stop, both are dropped (the detokenizer is reset either way).
+  // that never came. After a stop string, both are dropped (the detokenizer is reset either way).
   size_t length = 0;
   aft_detokenizer_flush(slot.detokenizer.get(), slot.text.data(), slot.text.size(), &length);
-  if (std::string(reason) != "stop") {
+  if (!at_stop_string) {
     bool stopped = false;
     std::string tail = slot.stop->push(std::string(slot.text.data(), length), &stopped);
     if (!stopped) tail += slot.stop->flush();

@@ -79,7 +79,8 @@ class Scheduler {
   double add_logprob(Slot& slot, const float* logits, int32_t token);
   // Pushes token through the slot's detokenizer; the whole characters are in slot.text[0..*length).
   aft_status detokenize(Slot& slot, int32_t token, size_t* length);
-  void finish(Slot& slot, const char* reason);
+  // at_stop_string: the text held for a stop string is dropped, not sent.
+  void finish(Slot& slot, const char* reason, bool at_stop_string = false);
   void fail(Slot& slot, const std::string& message);
   void release(Slot& slot);
   bool extend(Slot& slot, const std::string& conversation);
