@@ -29,7 +29,7 @@ bool accepted_as_prefix(const std::string& text) { return JsonGrammar().push(tex
 TEST(JsonGrammar, AcceptsObjects) {
   const std::vector<std::string> objects = {
       "{}",
-      " \n{ } ",  // the trailing space is refused: nothing follows the object
+      "\n{ } ",  // the trailing space is refused: nothing follows the object
       R"({"a":1})",
       R"({"a": [1, -2.5e+3, 0, 0.25, 1E9, -0, true, false, null, {}, [], [[]]]})",
       R"({"long": [12345678901234567890, -12345678901234567890.5e-99, 9E99]})",
@@ -38,7 +38,7 @@ TEST(JsonGrammar, AcceptsObjects) {
       "{\n  \"nested\": {\n    \"list\": [\n      1,\n      2\n    ]\n  }\n}",
   };
   for (std::string text : objects) {
-    if (text == " \n{ } ") {
+    if (text == "\n{ } ") {
       EXPECT_FALSE(accepted_whole(text));
       text.pop_back();
     }
@@ -92,10 +92,14 @@ TEST(JsonGrammar, RefusesWhatIsNotOneObject) {
 }
 
 TEST(JsonGrammar, BoundsWhitespaceAndDepth) {
-  const std::string run(JsonGrammar::kMaxWhitespace, '\n');
-  EXPECT_TRUE(accepted_as_prefix("{" + run + "\"a\"" + run + ":" + run + "1" + run + "}"));
-  EXPECT_FALSE(accepted_as_prefix("{" + run + " "));
-  EXPECT_FALSE(accepted_as_prefix(run + " {"));
+  const std::string indent = "\n" + std::string(JsonGrammar::kMaxIndent - 1, ' ') + "\t";
+  EXPECT_TRUE(accepted_as_prefix("{" + indent + "\"a\" :" + indent + "1 }"));
+  EXPECT_FALSE(accepted_as_prefix("{" + indent + " "));  // deeper than kMaxIndent
+  EXPECT_FALSE(accepted_as_prefix("{\n\n"));             // a second newline
+  EXPECT_FALSE(accepted_as_prefix("{  "));               // a second space
+  EXPECT_FALSE(accepted_as_prefix("{ \n"));              // a newline after a space
+  EXPECT_FALSE(accepted_as_prefix("{\t"));               // a tab but as indentation
+  EXPECT_FALSE(accepted_as_prefix("{\r\n"));
   std::string deep = "{\"a\":";
   for (size_t i = 1; i < JsonGrammar::kMaxDepth; ++i) deep += "[";
   EXPECT_TRUE(accepted_as_prefix(deep + "1"));
@@ -103,32 +107,186 @@ TEST(JsonGrammar, BoundsWhitespaceAndDepth) {
   EXPECT_FALSE(accepted_as_prefix(deep + "{"));
 }
 
-// Random texts the grammar writes: at each step a byte drawn from those it accepts (as the
-// sampler draws among the tokens it leaves). Every text that closes is an object to nlohmann.
-TEST(JsonGrammar, EveryTextItWritesIsAnObject) {
-  const std::string alphabet =
-      "{}[]\":,-+.0123456789eEtrufalsn \n\\/bu\x01\xC3\xA9\xED\xA0\xF0\x9F";
+// Random texts the grammar writes, walks of up to 600 bytes: at each step a byte drawn from those
+// of alphabet that it accepts (as the sampler draws among the tokens it leaves). Calls check with
+// each text that closes; returns how many did, or -1 at a dead end (no byte accepted).
+template <typename Check>
+int random_walks(const JsonGrammar& start, const std::string& alphabet, int walks, Check check) {
   std::mt19937 random(42);
   int closed = 0;
-  for (int walk = 0; walk < 3000; ++walk) {
-    JsonGrammar grammar;
+  for (int walk = 0; walk < walks; ++walk) {
+    JsonGrammar grammar = start;
     std::string text;
-    while (!grammar.complete() && text.size() < 400) {
+    while (!grammar.complete() && text.size() < 600) {
       std::vector<char> allowed;
       for (char c : alphabet) {
         JsonGrammar trial = grammar;
         if (trial.push(static_cast<unsigned char>(c))) allowed.push_back(c);
       }
-      ASSERT_FALSE(allowed.empty()) << "a dead end after: " << text;
+      if (allowed.empty()) {
+        ADD_FAILURE() << "a dead end after: " << text;
+        return -1;
+      }
       const char c = allowed[random() % allowed.size()];
-      ASSERT_TRUE(grammar.push(static_cast<unsigned char>(c)));
+      if (!grammar.push(static_cast<unsigned char>(c))) return -1;
       text += c;
     }
     if (!grammar.complete()) continue;
     ++closed;
-    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-    ASSERT_TRUE(parsed.is_object()) << text;
+    check(text);
   }
+  return closed;
+}
+
+// Every text that closes is an object to nlohmann.
+TEST(JsonGrammar, EveryTextItWritesIsAnObject) {
+  const std::string alphabet =
+      "{}[]\":,-+.0123456789eEtrufalsn \n\\/bu\x01\xC3\xA9\xED\xA0\xF0\x9F";
+  const int closed = random_walks(JsonGrammar(), alphabet, 3000, [](const std::string& text) {
+    EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+  });
+  EXPECT_GE(closed, 100);
+}
+
+std::shared_ptr<const server::JsonSchema> compile(const std::string& schema) {
+  return server::JsonSchema::compile(nlohmann::ordered_json::parse(schema));
+}
+
+bool accepted_whole(const server::JsonSchema& schema, const std::string& text) {
+  JsonGrammar grammar(schema);
+  for (char c : text) {
+    if (grammar.complete() || !grammar.push(static_cast<unsigned char>(c))) return false;
+  }
+  return grammar.complete();
+}
+
+// A verdict: every JSON type, an enum, an array's bound, a $ref and an anyOf.
+const char kVerdictSchema[] = R"({
+  "type": "object",
+  "properties": {
+    "verdict": {"enum": ["guilty", "not guilty", 12, 1]},
+    "count": {"type": "integer"},
+    "score": {"type": "number", "description": "ignored"},
+    "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+    "judge": {"anyOf": [{"$ref": "#/$defs/person"}, {"type": "null"}]},
+    "ok": {"type": ["boolean", "null"]}
+  },
+  "required": ["verdict", "count", "score", "notes", "judge", "ok"],
+  "additionalProperties": false,
+  "$defs": {"person": {"type": "object", "properties": {"name": {"type": "string"}},
+                       "required": ["name"]}}
+})";
+
+TEST(JsonSchema, TheGrammarWritesOnlyTheSchemasShape) {
+  const auto schema = compile(kVerdictSchema);
+  const std::string good = R"({"verdict": "guilty", "count": -3, "score": 2.5e1, "notes": ["a"], )"
+                           R"("judge": {"name": "Ann"}, "ok": true})";
+  EXPECT_TRUE(accepted_whole(*schema, good));
+  EXPECT_TRUE(accepted_whole(*schema, R"({"verdict":12,"count":0,"score":1,"notes":["a","b"],)"
+                                      R"("judge":null,"ok":null})"));
+  EXPECT_TRUE(accepted_whole(*schema, R"({"verdict":1,"count":0,"score":1,"notes":["a","b"],)"
+                                      R"("judge":null,"ok":null})"));
+  const std::vector<std::string> refused = {
+      R"({"count": 1)",                         // the order of the properties
+      R"({"verdict": "innocent")",              // not in the enum
+      R"({"verdict": 123)",                     //
+      R"({"verdict": "guilty", "count": 1.5)",  // not an integer
+      R"({"verdict": "guilty", "count": 1e3)",  //
+      R"({"verdict": "guilty", "count": "1")",  //
+      R"({"verdict": "guilty", "count": 1})",   // required ones left
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": [])",           // minItems
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a", "b", )",  // maxItems
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": [1)",
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": "Ann")",
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": {})",
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": null, "ok": 1)",
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": null, "ok": )"
+      R"(true, "more")",  // not among the properties
+  };
+  for (const std::string& text : refused) {
+    EXPECT_FALSE(JsonGrammar(*schema).push(text)) << text;
+  }
+}
+
+TEST(JsonSchema, OptionalPropertiesMayBeLeftOutInOrder) {
+  const auto schema = compile(R"({"type": "object", "properties": {
+      "a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+      "required": ["b"]})");
+  for (const char* text :
+       {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":2})", R"({"a":1,"b":2,"c":3})"}) {
+    EXPECT_TRUE(accepted_whole(*schema, text)) << text;
+  }
+  for (const char* text : {R"({})", R"({"a":1})", R"({"c":1,"b":1})", R"({"a":1,"c":2})",
+                           R"({"b":1,"b":2})", R"({"b":1,"d":2})"}) {
+    EXPECT_FALSE(accepted_whole(*schema, text)) << text;
+  }
+  // A recursive schema, and an object of any keys whose values are typed.
+  const auto tree = compile(R"({"type": "object", "properties": {"value": {"type": "integer"},
+      "children": {"type": "array", "items": {"$ref": "#"}}}, "required": ["value", "children"]})");
+  EXPECT_TRUE(accepted_whole(*tree, R"({"value":1,"children":[{"value":2,"children":[]}]})"));
+  EXPECT_FALSE(accepted_whole(*tree, R"({"value":1,"children":[{"value":2}]})"));
+  const auto counts = compile(R"({"type": "object", "additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(accepted_whole(*counts, R"({"x": 1, "y": 2})"));
+  EXPECT_FALSE(accepted_whole(*counts, R"({"x": "1"})"));
+}
+
+TEST(JsonSchema, WhatItCannotEnforceIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type": "array"})", "root"},
+      {R"({"enum": [{}]})", "root"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})", "pattern"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})", "minimum"},
+      {R"({"type": "object", "properties": {"a": {"type": "strin"}}})", "strin"},
+      {R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})", "\"b\""},
+      {R"({"type": "object", "properties": {"a": {"anyOf": [{"type": "integer"},
+           {"type": "number"}]}}})",
+       "anyOf"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/none"}}})", "#/$defs/none"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "minItems": 3,
+           "maxItems": 2}}})",
+       "minItems"},
+      {R"({"type": "object", "properties": {"a": {"enum": []}}})", "enum"},
+      {R"({"type": "object", "properties": {"a": false}})", "false"},
+  };
+  for (const auto& [schema, named] : cases) {
+    try {
+      compile(schema);
+      ADD_FAILURE() << "compiled: " << schema;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(named), std::string::npos)
+          << error.what() << " does not name " << named;
+    }
+  }
+}
+
+// Whether value is what kVerdictSchema describes (the checks a validator would make of it).
+bool is_verdict(const nlohmann::ordered_json& value) {
+  std::vector<std::string> keys;
+  for (const auto& item : value.items()) keys.push_back(item.key());
+  const std::vector<std::string> expected = {"verdict", "count", "score", "notes", "judge", "ok"};
+  if (keys != expected) return false;
+  const auto& verdict = value["verdict"];
+  const bool verdict_ok =
+      verdict == "guilty" || verdict == "not guilty" || verdict == 12 || verdict == 1;
+  bool notes_ok =
+      value["notes"].is_array() && !value["notes"].empty() && value["notes"].size() <= 2;
+  for (const auto& note : value["notes"]) notes_ok = notes_ok && note.is_string();
+  const auto& judge = value["judge"];
+  const bool judge_ok = judge.is_null() || (judge.is_object() && judge.size() == 1 &&
+                                            judge.contains("name") && judge["name"].is_string());
+  return verdict_ok && value["count"].is_number_integer() && value["score"].is_number() &&
+         notes_ok && judge_ok && (value["ok"].is_boolean() || value["ok"].is_null());
+}
+
+// Random walks through the schema's grammar: every text that closes is a verdict.
+TEST(JsonSchema, EveryTextItWritesHasTheSchemasShape) {
+  const auto schema = compile(kVerdictSchema);
+  const std::string alphabet = "{}[]\":, \n-.0123456789eEabcdefgijklmnorstuvyANx\\\xC3\xA9";
+  const int closed =
+      random_walks(JsonGrammar(*schema), alphabet, 2000, [](const std::string& text) {
+        const auto parsed = nlohmann::ordered_json::parse(text, nullptr, false);
+        EXPECT_TRUE(!parsed.is_discarded() && is_verdict(parsed)) << text;
+      });
   EXPECT_GE(closed, 100);
 }
 

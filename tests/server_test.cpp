@@ -2033,7 +2033,8 @@ int32_t token_of(const Server& server, const std::string& character) {
 
 // response_format json_object: a completion that ends is one JSON object (the shipped model,
 // nudged to close its strings and objects); one cut by max_tokens is the start of one; streamed,
-// the same text. Without the grammar, the nudged model writes quotes and braces anywhere.
+// the same text. Without the grammar, the nudged model writes quotes and braces anywhere. With a
+// json_schema, the object has the schema's shape.
 TEST(Server, JsonObjectResponsesAreObjects) {
   Server server(kDecayModel);
   const int32_t quote = token_of(server, "\"");
@@ -2092,8 +2093,43 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   EXPECT_TRUE(server::JsonGrammar().push(cut.body["choices"][0]["text"].get<std::string>()))
       << cut.body;
 
-  for (const json& format :
-       {json("json_object"), json({{"type", "json_schema"}}), json({{"type", "xml"}})}) {
+  // A schema: its properties in its order, the enum's values, the types.
+  const std::string schema_request = R"({"prompt": "The jury said", "max_tokens": 400, "seed": 3,
+      "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "strict": true,
+        "schema": {"type": "object", "additionalProperties": false,
+          "properties": {"verdict": {"enum": ["guilty", "not guilty"]}, "count": {"type": "integer"},
+                         "notes": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                         "ok": {"type": "boolean"}},
+          "required": ["verdict", "count", "notes", "ok"]}}}})";
+  // Sent in the schema's order (json, a std::map, would sort the properties).
+  auto with_bias = nlohmann::ordered_json::parse(schema_request);
+  with_bias["logit_bias"] = {{std::to_string(quote), 3}};
+  const Reply shaped = post(server, "/v1/completions", with_bias.dump());
+  ASSERT_EQ(shaped.status, 200) << shaped.body;
+  EXPECT_EQ(shaped.body["choices"][0]["finish_reason"], "stop");
+  const auto verdict = nlohmann::ordered_json::parse(
+      shaped.body["choices"][0]["text"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(verdict.is_object()) << shaped.body;
+  std::vector<std::string> keys;
+  for (const auto& item : verdict.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, std::vector<std::string>({"verdict", "count", "notes", "ok"})) << verdict;
+  EXPECT_TRUE(verdict["verdict"] == "guilty" || verdict["verdict"] == "not guilty") << verdict;
+  EXPECT_TRUE(verdict["count"].is_number_integer()) << verdict;
+  EXPECT_TRUE(verdict["notes"].is_array() && verdict["notes"].size() <= 2) << verdict;
+  EXPECT_TRUE(verdict["ok"].is_boolean()) << verdict;
+
+  json unsupported = json::parse(schema_request);
+  unsupported["response_format"]["json_schema"]["schema"]["properties"]["count"]["minimum"] = 0;
+  const Reply refused_schema = complete(server, unsupported);
+  EXPECT_EQ(refused_schema.status, 400);
+  EXPECT_EQ(refused_schema.body["error"]["param"], "response_format");
+  EXPECT_NE(refused_schema.body["error"]["message"].get<std::string>().find("minimum"),
+            std::string::npos)
+      << refused_schema.body;
+
+  for (const json& format : {json("json_object"), json({{"type", "json_schema"}}),
+                             json({{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}),
+                             json({{"type", "xml"}})}) {
     const Reply refused = complete(server, {{"prompt", "a"}, {"response_format", format}});
     EXPECT_EQ(refused.status, 400) << format;
     EXPECT_EQ(refused.body["error"]["param"], "response_format") << refused.body;

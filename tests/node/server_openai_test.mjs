@@ -271,7 +271,7 @@ test('n choices: each the completion of its own seed, whole and streamed', async
                    [[0, 'assistant'], [1, 'assistant']]);
 });
 
-test('response_format json_object: the text parses as one object', async () => {
+test('response_format: json_object parses as one object, json_schema has its shape', async () => {
   const [quote, brace] = [(await tokenize('"'))[0], (await tokenize('}'))[0]];
   const completion = await client.chat.completions.create({
     model: kModel, messages: [{ role: 'user', content: 'Write JSON' }], max_tokens: 400, seed: 4,
@@ -283,6 +283,27 @@ test('response_format json_object: the text parses as one object', async () => {
   const parsed = JSON.parse(completion.choices[0].message.content);
   assert.equal(typeof parsed, 'object');
   assert.ok(parsed !== null && !Array.isArray(parsed));
+
+  // A schema, as OpenAI's structured outputs send it: the object has its shape and key order.
+  const shaped = await client.chat.completions.create({
+    model: kModel, messages: [{ role: 'user', content: 'Give a verdict' }], max_tokens: 400,
+    seed: 4, logit_bias: { [quote]: 3 },
+    response_format: {
+      type: 'json_schema',
+      json_schema: {
+        name: 'verdict', strict: true,
+        schema: {
+          type: 'object', additionalProperties: false, required: ['verdict', 'count'],
+          properties: { verdict: { enum: ['guilty', 'not guilty'] }, count: { type: 'integer' } },
+        },
+      },
+    },
+  });
+  assert.equal(shaped.choices[0].finish_reason, 'stop', log());
+  const verdict = JSON.parse(shaped.choices[0].message.content);
+  assert.deepEqual(Object.keys(verdict), ['verdict', 'count']);
+  assert.ok(['guilty', 'not guilty'].includes(verdict.verdict));
+  assert.ok(Number.isInteger(verdict.count));
 });
 
 // The client's error class for a status, with the error object's fields.

@@ -2,6 +2,7 @@
 
 #include "engine/format/utf8.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -24,37 +25,52 @@ bool JsonGrammar::push(const std::string& text) {
 bool JsonGrammar::push(unsigned char byte) {
   switch (mode_) {
     case Mode::kStart:
-      if (whitespace(byte)) return true;
-      return byte == '{' && open('{');
     case Mode::kValue:
       return whitespace(byte) || begin_value(byte);
     case Mode::kValueOrEnd:
       if (whitespace(byte)) return true;
-      return byte == ']' ? close('[') : begin_value(byte);
+      if (byte == ']') return node_of(open_.back()).min_items == 0 && close('[');
+      return node_of(open_.back()).max_items > 0 && begin_value(byte);
     case Mode::kKeyOrEnd:
-      if (whitespace(byte)) return true;
-      if (byte == '}') return close('{');
-      [[fallthrough]];
+      return whitespace(byte) || key_start(true, byte);
     case Mode::kKey:
-      if (whitespace(byte)) return true;
-      if (byte != '"') return false;
-      mode_ = Mode::kString;
-      key_ = true;
+      return whitespace(byte) || key_start(false, byte);
+    case Mode::kKeyLiteral: {
+      if (byte != '"') return narrow(byte);
+      if (!literal_done()) return false;
+      Frame& frame = open_.back();
+      const int32_t property = literals_->tags[static_cast<size_t>(lo_)];
+      frame.value = node_of(frame).properties[static_cast<size_t>(property)].node;
+      frame.next = property + 1;
+      mode_ = Mode::kColon;
+      whitespace_ = 0;
       return true;
+    }
     case Mode::kColon:
       if (whitespace(byte)) return true;
       if (byte != ':') return false;
       mode_ = Mode::kValue;
       whitespace_ = 0;
       return true;
-    case Mode::kAfterValue:
+    case Mode::kAfterValue: {
       if (whitespace(byte)) return true;
-      if (byte == ',') {
-        mode_ = open_.back() == '{' ? Mode::kKey : Mode::kValue;
-        whitespace_ = 0;
-        return true;
+      Frame& frame = open_.back();
+      const JsonSchema::Node& node = node_of(frame);
+      if (frame.container == '[') {
+        if (byte == ']') return frame.next >= node.min_items && close('[');
+        if (byte != ',' || frame.next >= node.max_items) return false;
+        mode_ = Mode::kValue;
+      } else {
+        if (byte == '}') return may_close_object() && close('{');
+        if (byte != ',') return false;
+        if (node.closed && node.keys_from[static_cast<size_t>(frame.next)].texts.empty()) {
+          return false;
+        }
+        mode_ = Mode::kKey;
       }
-      return (byte == '}' || byte == ']') && close(byte == '}' ? '{' : '[');
+      whitespace_ = 0;
+      return true;
+    }
     case Mode::kString:
     case Mode::kEscape:
     case Mode::kHexDigits:
@@ -66,24 +82,51 @@ bool JsonGrammar::push(unsigned char byte) {
       if (byte != static_cast<unsigned char>(*literal_)) return false;
       if (*++literal_ == '\0') value_done();
       return true;
+    case Mode::kValueLiteral:
+      if (narrow(byte)) {
+        if (literal_done() && hi_ - lo_ == 1) value_done();
+        return true;
+      }
+      // A byte that ends a complete literal (a number) belongs to what follows it.
+      if (!literal_done()) return false;
+      value_done();
+      return push(byte);
     case Mode::kDone:
       return false;
   }
   return false;
 }
-
-// Whitespace between tokens, up to kMaxWhitespace in a row.
 bool JsonGrammar::whitespace(unsigned char byte) {
-  if (byte != ' ' && byte != '\n' && byte != '\t' && byte != '\r') return false;
-  return ++whitespace_ <= kMaxWhitespace;
+  if (byte == '\n') {
+    if (whitespace_ != 0) return false;
+    whitespace_ = 1;
+    return true;
+  }
+  if (byte != ' ' && byte != '\t') return false;
+  if (whitespace_ == 0 && byte == ' ') {
+    whitespace_ = -1;
+    return true;
+  }
+  if (whitespace_ < 1 || whitespace_ > kMaxIndent) return false;
+  ++whitespace_;
+  return true;
 }
 
 bool JsonGrammar::begin_value(unsigned char byte) {
+  const int32_t id = schema_->branch(open_.empty() ? schema_->root() : open_.back().value, byte);
+  if (id < 0) return false;
   whitespace_ = 0;
+  if (!open_.empty() && open_.back().container == '[') ++open_.back().next;
+  const JsonSchema::Node& node = schema_->node(id);
+  if (!node.literals.texts.empty()) {
+    start_literals(node.literals);
+    mode_ = Mode::kValueLiteral;
+    return push(byte);
+  }
   switch (byte) {
     case '{':
     case '[':
-      return open(static_cast<char>(byte));
+      return open(id, static_cast<char>(byte));
     case '"':
       mode_ = Mode::kString;
       key_ = false;
@@ -94,28 +137,28 @@ bool JsonGrammar::begin_value(unsigned char byte) {
       literal_ = byte == 't' ? "rue" : byte == 'f' ? "alse" : "ull";
       mode_ = Mode::kLiteral;
       return true;
-    case '-':
-      number_ = NumberPart::kMinus;
-      break;
-    default:
-      if (!is_digit(byte)) return false;
-      number_ = byte == '0' ? NumberPart::kZero : NumberPart::kInt;
+    default:  // a number: branch() has checked the byte
+      number_ = byte == '-'   ? NumberPart::kMinus
+                : byte == '0' ? NumberPart::kZero
+                              : NumberPart::kInt;
   }
+  integer_ = (node.types & JsonSchema::kNumber) == 0;
   mode_ = Mode::kNumber;
   digits_ = 1;  // the first digit (or the sign)
   return true;
 }
 
-bool JsonGrammar::open(char container) {
+bool JsonGrammar::open(int32_t node, char container) {
   if (open_.size() >= kMaxDepth) return false;
-  open_ += container;
+  open_.push_back(
+      {node, container, 0, container == '[' ? schema_->node(node).items : JsonSchema::kAny});
   mode_ = container == '{' ? Mode::kKeyOrEnd : Mode::kValueOrEnd;
   whitespace_ = 0;
   return true;
 }
 
 bool JsonGrammar::close(char container) {
-  if (open_.empty() || open_.back() != container) return false;
+  if (open_.empty() || open_.back().container != container) return false;
   open_.pop_back();
   value_done();
   return true;
@@ -124,6 +167,61 @@ bool JsonGrammar::close(char container) {
 void JsonGrammar::value_done() {
   mode_ = open_.empty() ? Mode::kDone : Mode::kAfterValue;
   whitespace_ = 0;
+}
+
+// After '{' (may_close) or an object's ',': a key, its quote opening it.
+bool JsonGrammar::key_start(bool may_close, unsigned char byte) {
+  if (byte == '}') return may_close && may_close_object() && close('{');
+  if (byte != '"') return false;
+  whitespace_ = 0;
+  const Frame& frame = open_.back();
+  const JsonSchema::Node& node = node_of(frame);
+  if (!node.closed) {
+    mode_ = Mode::kString;
+    key_ = true;
+    return true;
+  }
+  const JsonSchema::Literals& keys = node.keys_from[static_cast<size_t>(frame.next)];
+  if (keys.texts.empty()) return false;
+  start_literals(keys);
+  mode_ = Mode::kKeyLiteral;
+  return true;
+}
+
+// Whether the innermost object may close here: no required property is left.
+bool JsonGrammar::may_close_object() const {
+  const Frame& frame = open_.back();
+  const JsonSchema::Node& node = node_of(frame);
+  if (!node.closed) return true;
+  return std::none_of(node.properties.begin() + frame.next, node.properties.end(),
+                      [](const JsonSchema::Property& p) { return p.required; });
+}
+
+void JsonGrammar::start_literals(const JsonSchema::Literals& literals) {
+  literals_ = &literals;
+  lo_ = 0;
+  hi_ = static_cast<int32_t>(literals.texts.size());
+  matched_ = 0;
+}
+
+// The literals are sorted and agree on their first matched_ bytes: the one that ends there comes
+// first, then the others by their next byte (std::string compares bytes as unsigned char).
+bool JsonGrammar::narrow(unsigned char byte) {
+  const std::vector<std::string>& texts = literals_->texts;
+  const auto at = static_cast<size_t>(matched_);
+  auto next_byte = [&](int32_t i) {
+    const std::string& text = texts[static_cast<size_t>(i)];
+    return text.size() > at ? static_cast<int>(static_cast<unsigned char>(text[at])) : -1;
+  };
+  int32_t first = lo_;
+  while (first < hi_ && next_byte(first) < byte) ++first;
+  int32_t last = first;
+  while (last < hi_ && next_byte(last) == byte) ++last;
+  if (first == last) return false;
+  lo_ = first;
+  hi_ = last;
+  ++matched_;
+  return true;
 }
 
 bool JsonGrammar::string_byte(unsigned char byte) {
@@ -155,7 +253,9 @@ bool JsonGrammar::string_byte(unsigned char byte) {
   // Mode::kString. UTF-8 as Unicode's table 3-7 allows it: no overlong forms, no surrogates,
   // nothing past U+10FFFF.
   if (byte == '"') {
-    if (key_) {
+    if (key_) {  // an object without listed properties: any key, its value of one schema
+      Frame& frame = open_.back();
+      frame.value = node_of(frame).values;
       mode_ = Mode::kColon;
       whitespace_ = 0;
     } else {
@@ -188,7 +288,10 @@ bool JsonGrammar::number_byte(unsigned char byte) {
       return true;
     case NumberPart::kZero:
     case NumberPart::kInt:
-      if (digit && number_ == NumberPart::kInt) return ++digits_ <= kMaxIntegerDigits;
+      if (digit && number_ == NumberPart::kInt) {
+        return ++digits_ <= (integer_ ? kMaxIntegerTypeDigits : kMaxIntegerDigits);
+      }
+      if (integer_) break;  // '.' or 'e' then follows the integer: refused as what follows
       if (byte == '.') {
         number_ = NumberPart::kDot;
         return true;
@@ -232,9 +335,10 @@ bool JsonGrammar::number_byte(unsigned char byte) {
 size_t mask_refused_tokens(const JsonGrammar& grammar, const cli::Vocabulary& vocabulary,
                            float* logits) {
   size_t allowed = 0;
+  JsonGrammar trial = grammar;  // assigned for each token: its stack's memory is reused
   for (int32_t token = 0; token < vocabulary.size(); ++token) {
     const std::string& text = vocabulary.text(token);
-    JsonGrammar trial = grammar;
+    trial = grammar;
     if (!text.empty() && trial.push(text)) {
       ++allowed;
     } else {

@@ -1,26 +1,35 @@
-// response_format {"type": "json_object"}: the completion is one JSON object (RFC 8259), written
-// token by token. The grammar reads the text a byte at a time; before each token the sampler sees
-// only the tokens whose bytes it accepts, so the text is one valid JSON object once it closes.
+// response_format's JSON output: the completion is one JSON object (RFC 8259), of a schema's
+// shape when one is given, written token by token. The grammar reads the text a byte at a time;
+// before each token the sampler sees only the tokens whose bytes it accepts, so the text is one
+// valid object once it closes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tools/cli/vocabulary.h"
+#include "tools/server/json_schema.h"
 
 namespace aft::server {
 
 class JsonGrammar {
  public:
-  // Nesting of objects and arrays, and a run of whitespace between tokens, past which the grammar
-  // refuses more: a small model left free repeats newlines or brackets until max_tokens.
+  // Nesting of objects and arrays past which the grammar refuses more. Between two tokens of JSON
+  // it takes nothing, one space, or a newline and up to kMaxIndent spaces or tabs: a small model
+  // left free repeats newlines until max_tokens.
   static constexpr size_t kMaxDepth = 32;
-  static constexpr int kMaxWhitespace = 24;
+  static constexpr int kMaxIndent = 20;
   // A number's integer digits and exponent digits: any number written is then a finite double
   // (below 1e120), which strict parsers require.
   static constexpr int kMaxIntegerDigits = 20;
   static constexpr int kMaxExponentDigits = 2;
+  // A schema's "integer": digits that a 64-bit integer always holds.
+  static constexpr int kMaxIntegerTypeDigits = 18;
+
+  // schema outlives the grammar.
+  explicit JsonGrammar(const JsonSchema& schema = *JsonSchema::any_object()) : schema_(&schema) {}
 
   // Takes one byte; false if the grammar refuses it here, the state then unspecified (bytes are
   // tried on a copy).
@@ -32,42 +41,67 @@ class JsonGrammar {
 
  private:
   enum class Mode : uint8_t {
-    kStart,       // before the top-level object
-    kValue,       // after ':' or an array's ','
-    kValueOrEnd,  // after '['
-    kKeyOrEnd,    // after '{'
-    kKey,         // after an object's ','
-    kColon,       // after a key
-    kAfterValue,  // after a value inside an object or array
-    kString,      // inside a string
-    kEscape,      // after a string's backslash
-    kHexDigits,   // \u's four digits
-    kUtf8,        // a character's continuation bytes
-    kNumber,      // inside a number
-    kLiteral,     // inside true, false or null
-    kDone,        // the top-level object has closed
+    kStart,         // before the top-level object
+    kValue,         // after ':' or an array's ','
+    kValueOrEnd,    // after '['
+    kKeyOrEnd,      // after '{'
+    kKey,           // after an object's ','
+    kKeyLiteral,    // inside the key of an object whose schema lists its properties
+    kColon,         // after a key
+    kAfterValue,    // after a value inside an object or array
+    kString,        // inside a string
+    kEscape,        // after a string's backslash
+    kHexDigits,     // \u's four digits
+    kUtf8,          // a character's continuation bytes
+    kNumber,        // inside a number
+    kLiteral,       // inside true, false or null
+    kValueLiteral,  // inside one of an enum's values (or a const)
+    kDone,          // the top-level object has closed
   };
   // Where inside a number: after '-', '0', the integer's digits, '.', the fraction's digits, 'e',
   // the exponent's sign, its digits.
   enum class NumberPart : uint8_t { kMinus, kZero, kInt, kDot, kFrac, kE, kExpSign, kExp };
 
+  // An open object or array.
+  struct Frame {
+    int32_t node;
+    char container;    // '{' or '['
+    int32_t next = 0;  // objects with listed properties: the first not yet passed; arrays: items
+    int32_t value = JsonSchema::kAny;  // the node of the value to come
+  };
+
+  const JsonSchema::Node& node_of(const Frame& frame) const { return schema_->node(frame.node); }
   bool whitespace(unsigned char byte);
   bool begin_value(unsigned char byte);
-  bool open(char container);  // '{' or '['
+  bool open(int32_t node, char container);
   bool close(char container);
   void value_done();
+  bool key_start(bool may_close, unsigned char byte);
+  bool may_close_object() const;
   bool string_byte(unsigned char byte);
   bool number_byte(unsigned char byte);
+  void start_literals(const JsonSchema::Literals& literals);
+  // Narrows the literals that agree with the bytes so far to those that go on with byte.
+  bool narrow(unsigned char byte);
+  bool literal_done() const {  // the bytes so far are one of the literals (the first in range)
+    return literals_->texts[static_cast<size_t>(lo_)].size() == static_cast<size_t>(matched_);
+  }
 
+  const JsonSchema* schema_;
   Mode mode_ = Mode::kStart;
-  std::string open_;  // the open containers, '{' or '[', innermost last
-  bool key_ = false;  // the string being read is an object's key
+  std::vector<Frame> open_;  // innermost last
+  bool key_ = false;         // the string being read is an object's key
   NumberPart number_ = NumberPart::kMinus;
+  bool integer_ = false;           // the number must be an integer
   const char* literal_ = nullptr;  // the rest of true, false or null to come
-  int pending_ = 0;                // hex digits or UTF-8 continuation bytes still to come
-  int digits_ = 0;                 // of the number's integer part, or of its exponent
+  const JsonSchema::Literals* literals_ = nullptr;
+  int32_t lo_ = 0, hi_ = 0, matched_ = 0;  // literals_[lo_, hi_) agree with matched_ bytes
+  int pending_ = 0;                        // hex digits or UTF-8 continuation bytes still to come
+  int digits_ = 0;                         // of the number's integer part, or of its exponent
   unsigned char next_low_ = 0x80, next_high_ = 0xBF;  // the next UTF-8 continuation byte's range
-  int whitespace_ = 0;                                // the current run
+  // The whitespace since the last token of JSON: 0 none, -1 a space, n > 0 a newline and n - 1
+  // bytes of indentation.
+  int whitespace_ = 0;
   // \u's first digit was d: the escape would be a UTF-16 surrogate if the second is 8 or more,
   // which is refused (strict parsers reject a lone one; raw UTF-8 writes any character).
   bool escape_d_ = false;

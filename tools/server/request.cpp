@@ -120,30 +120,44 @@ std::vector<std::string> stop_field(const json& value) {
   return stops;
 }
 
-// response_format: whether the completion is to be one JSON object.
-bool json_object_field(const json& value) {
+// response_format: the schema of the JSON object the completion is to be, or null for any text.
+// The schema is read again from the body's text, in an ordered_json that keeps its properties'
+// order: the order they are written in.
+std::shared_ptr<const JsonSchema> response_format_field(const json& value,
+                                                        const std::string& body_text) {
   if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
-    throw invalid(
-        "response_format",
-        "expected {\"type\": \"text\"} or {\"type\": \"json_object\"}, found " + shown(value));
+    throw invalid("response_format",
+                  "expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                  "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}, found " +
+                      shown(value));
   }
   const std::string type = value["type"].get<std::string>();
-  if (type == "text") return false;
-  if (type == "json_object") return true;
-  if (type == "json_schema") {
+  if (type == "text") return nullptr;
+  if (type == "json_object") return JsonSchema::any_object();
+  if (type != "json_schema") {
+    throw invalid("response_format",
+                  "unknown type \"" + type + "\" (text, json_object or json_schema)");
+  }
+  const json& format = value.contains("json_schema") ? value["json_schema"] : json(nullptr);
+  if (!format.is_object() || !format.contains("schema") || !format["schema"].is_object()) {
     throw invalid(
         "response_format",
-        "json_schema is not supported by aft-server yet (docs/server.md): json_object is");
+        "json_schema: expected {\"name\": ..., \"schema\": {...}}, found " + shown(format));
   }
-  throw invalid("response_format", "unknown type \"" + type + "\" (text or json_object)");
+  const auto ordered = nlohmann::ordered_json::parse(body_text);
+  try {
+    return JsonSchema::compile(ordered["response_format"]["json_schema"]["schema"]);
+  } catch (const std::invalid_argument& error) {
+    throw invalid("response_format", error.what());
+  }
 }
 
 // The choices a request may ask for (n, best_of): each takes a slot or a place in the queue.
 constexpr int64_t kMaxChoices = 16;
 
 // The fields the two endpoints share: sampling, length, stop, streaming, choices.
-void parse_generation_fields(const json& body, const ModelLimits& limits,
-                             CompletionRequest& request) {
+void parse_generation_fields(const json& body, const std::string& body_text,
+                             const ModelLimits& limits, CompletionRequest& request) {
   // OpenAI's defaults (temperature 1, no filters), not aft-run's.
   aft_sampler_params& s = request.sampling;
   s = aft_sampler_default_params();
@@ -201,7 +215,7 @@ void parse_generation_fields(const json& body, const ModelLimits& limits,
   }
   if (present(body, "return_tokens")) request.return_tokens = bool_field(body, "return_tokens");
   if (present(body, "response_format")) {
-    request.json_object = json_object_field(body["response_format"]);
+    request.json_schema = response_format_field(body["response_format"], body_text);
   }
   if (present(body, "n"))
     request.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices));
@@ -318,7 +332,7 @@ CompletionRequest parse_completion_request(const std::string& body_text,
   }
   check_prompt_length(request, limits, "prompt");
   if (present(body, "echo")) request.echo = bool_field(body, "echo");
-  parse_generation_fields(body, limits, request);
+  parse_generation_fields(body, body_text, limits, request);
   if (present(body, "logprobs")) {
     request.top_logprobs =
         static_cast<int32_t>(integer_field(body, "logprobs", 0, kMaxTopLogprobs));
@@ -366,7 +380,7 @@ CompletionRequest parse_chat_request(const std::string& body_text, const ModelLi
   if (present(body, "echo") && body["echo"] != false) {
     throw invalid("echo", "not a field of chat completions, found " + shown(body["echo"]));
   }
-  parse_generation_fields(body, limits, request);
+  parse_generation_fields(body, body_text, limits, request);
   if (present(body, "best_of") && body["best_of"] != request.n) {
     throw invalid("best_of", "not a field of chat completions, found " + shown(body["best_of"]));
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "aft.h"
 #include "tools/server/chat_template.h"
+#include "tools/server/json_schema.h"
 
 namespace aft::server {
 
@@ -54,9 +56,9 @@ struct CompletionRequest {
   bool prompt_logprobs() const { return echo && top_logprobs >= 0; }
   // n choices, each sampled with seed + its index; best_of (completions) > n: that many
   // generated, the n with the highest log-probability per token returned.
-  // response_format {"type": "json_object"}: the completion is one JSON object, and ends where it
-  // closes (json_grammar.h).
-  bool json_object = false;
+  // response_format json_object or json_schema: the completion is one JSON object of this
+  // schema's shape, and ends where it closes (json_grammar.h); null: any text.
+  std::shared_ptr<const JsonSchema> json_schema;
   int32_t n = 1;
   int32_t best_of = 1;
   bool ranked() const { return best_of > n; }

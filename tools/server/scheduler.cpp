@@ -245,7 +245,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
   for (int32_t token : request.prompt) aft_sampler_accept(slot.sampler.get(), token);
   slot.stop = std::make_unique<StopFilter>(request.stop);
   slot.json.reset();
-  if (request.json_object) slot.json.emplace();
+  if (request.json_schema) slot.json.emplace(*request.json_schema);
   slot.characters = 0;
   if (request.prompt_logprobs()) {  // the prompt's first token; prefill_chunk scores the others
     TokenLogprob first;
@@ -371,8 +371,7 @@ void Scheduler::emit(Slot& slot, const float* logits) {
     slot.allowed.assign(logits, logits + vocab_size_);
     if (mask_refused_tokens(*slot.json, vocabulary_, slot.allowed.data()) == 0) {
       return fail(slot,
-                  "response_format json_object: no token of the model's vocabulary continues "
-                  "the JSON here");
+                  "response_format: no token of the model's vocabulary continues the JSON here");
     }
     choices = slot.allowed.data();
   }
@@ -560,6 +559,7 @@ void Scheduler::fail(Slot& slot, const std::string& message) {
 }
 
 void Scheduler::release(Slot& slot) {
+  slot.json.reset();  // it points into the job's schema
   slot.job.reset();
   slot.extension.clear();
   slot.phase = Slot::Phase::kFree;
