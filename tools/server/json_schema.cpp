@@ -115,6 +115,7 @@ class JsonSchema::Compiler {
 
  private:
   static constexpr size_t kMaxNodes = 4096;
+  static constexpr size_t kMaxKeyChoices = 1 << 16;
 
   int32_t new_node(const std::string& where) {
     if (out_.nodes_.size() >= kMaxNodes) {
@@ -221,6 +222,10 @@ class JsonSchema::Compiler {
         keys.emplace_back(node.properties[j].key, static_cast<int32_t>(j));
         if (node.properties[j].required) break;
       }
+      key_choices_ += keys.size();  // optional properties in a row: their square
+      if (key_choices_ > kMaxKeyChoices) {
+        throw refused(where, "too many optional properties in a row (make some required)");
+      }
       node.keys_from.push_back(sorted_literals(std::move(keys)));
     }
     if (!node.alternatives.empty()) unions_.emplace_back(id, where);
@@ -259,6 +264,7 @@ class JsonSchema::Compiler {
   const ordered_json& document_;
   std::map<std::string, int32_t> refs_;
   std::vector<std::pair<int32_t, std::string>> unions_;
+  size_t key_choices_ = 0;  // of every object's keys_from
 };
 
 JsonSchema::JsonSchema() : nodes_(1) {}
