@@ -295,5 +295,40 @@ TEST(JsonSchema, EveryTextItWritesHasTheSchemasShape) {
   EXPECT_GE(closed, 100);
 }
 
+// The mask's shortcut inside strings (plain tokens taken without a try) gives the same tokens as
+// trying every token, at every point of random texts, over a vocabulary of plain and other tokens.
+TEST(JsonTokenMask, IsTryingEveryToken) {
+  const std::string bytes = "ab \"\\{}[]:,0-.en\n\x01\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";
+  std::mt19937 random(3);
+  std::vector<std::string> texts(3000);
+  for (size_t t = 1; t < texts.size(); ++t) {  // token 0 has no bytes
+    for (size_t n = 1 + random() % 5; n > 0; --n) texts[t] += bytes[random() % bytes.size()];
+  }
+  const server::JsonTokenMask mask(texts);
+  const auto schema = compile(kVerdictSchema);
+  int checked = 0;
+  for (const JsonGrammar& start : {JsonGrammar(), JsonGrammar(*schema)}) {
+    random_walks(start, "{}[]\":, -0123456789abcdefgijklmnorstuvyAN\\\xC3\xA9", 15,
+                 [&](const std::string& text) {
+                   JsonGrammar grammar = start;
+                   for (char c : text) {
+                     std::vector<float> logits(texts.size(), 0.0f);
+                     const size_t allowed = mask.mask(grammar, logits.data());
+                     size_t expected = 0;
+                     for (size_t t = 0; t < texts.size(); ++t) {
+                       JsonGrammar trial = grammar;
+                       const bool takes = !texts[t].empty() && trial.push(texts[t]);
+                       expected += takes;
+                       ASSERT_EQ(takes, logits[t] == 0.0f) << "token " << t << " after " << text;
+                     }
+                     ASSERT_EQ(allowed, expected);
+                     grammar.push(static_cast<unsigned char>(c));
+                     ++checked;
+                   }
+                 });
+  }
+  EXPECT_GE(checked, 300);
+}
+
 }  // namespace
 }  // namespace aft::testing

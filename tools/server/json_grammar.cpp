@@ -3,6 +3,7 @@
 #include "engine/format/utf8.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -332,14 +333,37 @@ bool JsonGrammar::number_byte(unsigned char byte) {
   return push(byte);
 }
 
-size_t mask_refused_tokens(const JsonGrammar& grammar, const cli::Vocabulary& vocabulary,
-                           float* logits) {
+JsonTokenMask::JsonTokenMask(const std::vector<std::string>& texts) : texts_(texts) {
+  plain_.reserve(texts.size());
+  for (const std::string& text : texts) {
+    const bool printable = std::none_of(text.begin(), text.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
+    });
+    plain_.push_back(!text.empty() && printable && invalid_utf8_at(text) == text.size());
+  }
+}
+
+size_t JsonTokenMask::mask(const JsonGrammar& grammar, float* logits) const {
+  const bool plain_text = grammar.takes_plain_text();
+  // Whether the grammar takes each first byte (0: not tried yet): most tokens are refused there.
+  std::array<int8_t, 256> first_byte{};
   size_t allowed = 0;
-  JsonGrammar trial = grammar;  // assigned for each token: its stack's memory is reused
-  for (int32_t token = 0; token < vocabulary.size(); ++token) {
-    const std::string& text = vocabulary.text(token);
-    trial = grammar;
-    if (!text.empty() && trial.push(text)) {
+  JsonGrammar trial = grammar;  // assigned for each token tried: its stack's memory is reused
+  for (size_t token = 0; token < texts_.size(); ++token) {
+    const std::string& text = texts_[token];
+    bool takes = plain_text && plain_[token];
+    if (!takes && !text.empty()) {
+      int8_t& first = first_byte[static_cast<unsigned char>(text[0])];
+      if (first == 0) {
+        trial = grammar;
+        first = trial.push(static_cast<unsigned char>(text[0])) ? 1 : -1;
+      }
+      if (first > 0) {
+        trial = grammar;
+        takes = trial.push(text);
+      }
+    }
+    if (takes) {
       ++allowed;
     } else {
       logits[token] = -std::numeric_limits<float>::infinity();

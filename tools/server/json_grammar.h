@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli/vocabulary.h"
 #include "tools/server/json_schema.h"
 
 namespace aft::server {
@@ -38,6 +37,8 @@ class JsonGrammar {
   bool push(const std::string& text);
   // The top-level object has closed: nothing may follow.
   bool complete() const { return mode_ == Mode::kDone; }
+  // Inside a string, between characters: any plain text may come (JsonTokenMask).
+  bool takes_plain_text() const { return mode_ == Mode::kString; }
 
  private:
   enum class Mode : uint8_t {
@@ -107,9 +108,20 @@ class JsonGrammar {
   bool escape_d_ = false;
 };
 
-// Sets to -inf the logits of the tokens whose bytes grammar refuses (and of tokens with none);
-// returns how many tokens are left.
-size_t mask_refused_tokens(const JsonGrammar& grammar, const cli::Vocabulary& vocabulary,
-                           float* logits);
+// A vocabulary as the grammar tries it. Inside a string most tokens may come: those of plain text
+// (whole UTF-8 characters, no quote, backslash or control character) are known to, without a try.
+class JsonTokenMask {
+ public:
+  // texts: every token's bytes (cli::Vocabulary::texts()), which outlive the mask.
+  explicit JsonTokenMask(const std::vector<std::string>& texts);
+
+  // Sets to -inf the logits of the tokens whose bytes grammar refuses (and of tokens with none);
+  // returns how many tokens are left.
+  size_t mask(const JsonGrammar& grammar, float* logits) const;
+
+ private:
+  const std::vector<std::string>& texts_;
+  std::vector<bool> plain_;
+};
 
 }  // namespace aft::server

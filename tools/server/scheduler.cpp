@@ -11,7 +11,6 @@
 
 #include "tools/cli/api_call.h"
 #include "tools/cli/elapsed.h"
-#include "tools/server/json_grammar.h"
 #include "tools/server/stop_filter.h"
 
 namespace aft::server {
@@ -57,6 +56,7 @@ Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& me
       cache_(options.state_cache_bytes),
       shared_(shared),
       vocabulary_(model, "the model"),
+      json_tokens_(vocabulary_.texts()),
       scorer_(vocabulary_) {
   aft_model_info info;
   cli::check(aft_model_get_info(model, &info), "reading the model");
@@ -369,7 +369,7 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   const float* choices = logits;
   if (slot.json) {
     slot.allowed.assign(logits, logits + vocab_size_);
-    if (mask_refused_tokens(*slot.json, vocabulary_, slot.allowed.data()) == 0) {
+    if (json_tokens_.mask(*slot.json, slot.allowed.data()) == 0) {
       return fail(slot,
                   "response_format: no token of the model's vocabulary continues the JSON here");
     }

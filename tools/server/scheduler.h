@@ -18,6 +18,7 @@
 #include "aft.h"
 #include "tools/cli/vocabulary.h"
 #include "tools/server/job.h"
+#include "tools/server/json_grammar.h"
 #include "tools/server/logprobs.h"
 #include "tools/server/metrics.h"
 #include "tools/server/options.h"
@@ -108,7 +109,8 @@ class Scheduler {
   PrefixCache cache_;
   SharedCache* const shared_;
   const cli::Vocabulary vocabulary_;
-  LogprobScorer scorer_;  // logprobs, on the scheduler's thread
+  const JsonTokenMask json_tokens_;  // response_format's grammar over vocabulary_
+  LogprobScorer scorer_;             // logprobs, on the scheduler's thread
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<float> batch_logits_;
   std::vector<float> prompt_logits_;  // a chunk's every row, when a prompt is scored (echo)
