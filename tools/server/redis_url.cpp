@@ -13,14 +13,14 @@ const char kRedisUrlForms[] =
 namespace {
 
 // The URL in messages: its credentials hidden.
-std::string shown(const std::string& url) {
+std::string without_credentials(const std::string& url) {
   const size_t scheme = url.find("://"), at = url.rfind('@');
   if (scheme == std::string::npos || at == std::string::npos || at < scheme) return url;
   return url.substr(0, scheme + 3) + "***" + url.substr(at);
 }
 
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
-  throw cli::UsageError("--redis: " + why + " in \"" + shown(url) + "\": expected " +
+  throw cli::UsageError("--redis: " + why + " in \"" + without_credentials(url) + "\": expected " +
                         kRedisUrlForms);
 }
 

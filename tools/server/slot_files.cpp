@@ -34,15 +34,15 @@ constexpr size_t kMaxFileName = 251;
 std::mutex save_mutex;
 
 // A client's text in a message: cut short.
-std::string shown(const std::string& text) {
+std::string cut_short(const std::string& text) {
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
 int slot_id(const std::string& text, int slots) {
   const RequestError bad(400,
                          "'id_slot': expected a slot id from 0 to " + std::to_string(slots - 1) +
-                             " (--parallel " + std::to_string(slots) + "), found \"" + shown(text) +
-                             "\"",
+                             " (--parallel " + std::to_string(slots) + "), found \"" +
+                             cut_short(text) + "\"",
                          "id_slot");
   if (text.empty() || text.size() > 9) throw bad;
   for (char c : text) {
@@ -61,7 +61,7 @@ std::string file_name(const json& body) {
   const std::string name = body["filename"].get<std::string>();
   const std::string problem = slot_file_name_problem(name);
   if (!problem.empty()) {
-    throw RequestError(400, "'filename': \"" + shown(name) + "\" " + problem, "filename");
+    throw RequestError(400, "'filename': \"" + cut_short(name) + "\" " + problem, "filename");
   }
   return name;
 }
@@ -133,7 +133,7 @@ void slot_action(const httplib::Request& req, const std::string& id_text, const 
       throw RequestError(
           400,
           req.has_param("action")
-              ? "'action': expected save, restore or erase, found \"" + shown(action) + "\""
+              ? "'action': expected save, restore or erase, found \"" + cut_short(action) + "\""
               : "'action': missing (?action=save, restore or erase)",
           "action");
     }
