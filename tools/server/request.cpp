@@ -217,8 +217,9 @@ void parse_generation_fields(const json& body, const std::string& body_text,
   if (present(body, "response_format")) {
     request.json_schema = response_format_field(body["response_format"], body_text);
   }
-  if (present(body, "n"))
+  if (present(body, "n")) {
     request.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices));
+  }
   request.best_of = request.n;
   // Features not served yet are refused rather than silently ignored.
   for (const char* name : {"suffix", "tools", "functions"}) {

@@ -41,7 +41,7 @@ struct Scheduler::Slot {
   std::vector<char> text = std::vector<char>(64);
   int64_t characters = 0;  // of the prompt and completion so far, with logprobs: text_offset
   Clock::time_point prefill_start;
-  std::optional<JsonGrammar> json;  // response_format json_object: the text so far
+  std::optional<JsonGrammar> json;  // response_format: the JSON written so far
   std::vector<float> allowed;       // the logits, the tokens JSON refuses at -inf
   cli::PrefixState sequence;        // for /slots; no tokens: none
   std::string answer;               // the text the client got
