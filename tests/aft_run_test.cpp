@@ -232,6 +232,51 @@ TEST(AftRunWorld, PrintsOnlyWholeCharacters) {
   }
 }
 
+// "." (4) ends the text: generation stops there without printing it, unless --ignore-eos.
+class AftRunEndOfText : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nlohmann::json config = tiny_config("local");
+    config["vocab_size"] = 5;
+    nlohmann::json tokenizer = char_tokenizer({"a", "b", "c", " ", "."});
+    tokenizer["end_of_text"] = 4;
+    write_model_file(model_.path(), config, tokenizer, random_tensors(config, 5, 0.5f));
+  }
+  std::string model() const { return quote(model_.path()); }
+  TempFile model_;
+};
+
+TEST_F(AftRunEndOfText, StopsThereUnprinted) {
+  const Result first = run(model() + " -p ab -n 20 --temp 0 -l 4+100");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, "ab\n");
+  EXPECT_NE(first.err.find("[end of text]"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("generated 0 tokens"), std::string::npos) << first.err;
+
+  int ended = 0;
+  for (const char* seed : {"1", "2", "3", "4"}) {
+    const Result r = run(model() + " -p ab -n 300 --temp 1 -l 4+1 -s " + seed);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('.'), std::string::npos) << r.out;
+    const std::string generated =
+        "generated " + std::to_string(r.out.size() - 3) + " tokens";  // less "ab" and "\n"
+    EXPECT_NE(r.err.find(generated), std::string::npos) << r.err << "\nlacks: " << generated;
+    if (r.err.find("[end of text]") != std::string::npos) {
+      ++ended;
+      EXPECT_LT(r.out.size(), 3u + 300u);
+    }
+  }
+  EXPECT_GT(ended, 0) << "a likely end of text never came";
+}
+
+TEST_F(AftRunEndOfText, IgnoreEosGoesOnWithoutIt) {
+  const Result r = run(model() + " -p ab -n 20 --temp 0 -l 4+100 --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out.size(), 2u + 20u + 1u) << r.out;
+  EXPECT_EQ(r.out.find('.'), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("[end of text]"), std::string::npos) << r.err;
+}
+
 TEST_F(AftRun, StopsAtTheModelsPositionLimit) {
   const Result r = run(model() + " -p abc -n 100 --temp 0");  // max_seq_len 64
   ASSERT_EQ(r.exit_code, 0) << r.err;

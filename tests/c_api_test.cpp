@@ -136,6 +136,31 @@ TEST_F(CApiModel, TokenizeReportsTheNeededSize) {
   EXPECT_EQ(aft_token_to_text(model_.get(), 5, &one, 1, &length), AFT_ERR_OUT_OF_RANGE);
 }
 
+TEST_F(CApiModel, EndOfTextIsTheTokenizersOrNone) {
+  EXPECT_EQ(aft_model_end_of_text(model_.get()), -1) << "a character vocabulary names none";
+  EXPECT_EQ(aft_model_end_of_text(nullptr), -1);
+  EXPECT_EQ(aft_model_metadata_get(model_.get(), "tokenizer.end_of_text"), nullptr);
+
+  nlohmann::json config = tiny_config("simple");
+  config["vocab_size"] = 5;
+  nlohmann::json tokenizer = char_tokenizer({"a", "b", " ", ".", "\n"});
+  tokenizer["end_of_text"] = 4;
+  TempFile named;
+  write_model_file(named.path(), config, tokenizer, random_tensors(config, 3));
+  const ModelHandle with_end = load_model(named.path());
+  ASSERT_TRUE(with_end);
+  EXPECT_EQ(aft_model_end_of_text(with_end.get()), 4);
+  EXPECT_STREQ(aft_model_metadata_get(with_end.get(), "tokenizer.end_of_text"), "4");
+
+  TempFile world;
+  write_model_file(world.path(), config,
+                   {{"type", "world"}, {"vocab", {nullptr, "61", "62", "20", "2e"}}},
+                   random_tensors(config, 3));
+  const ModelHandle world_model = load_model(world.path());
+  ASSERT_TRUE(world_model);
+  EXPECT_EQ(aft_model_end_of_text(world_model.get()), 0) << "a World vocabulary's is 0, unstated";
+}
+
 TEST_F(CApiModel, TextOutsideTheVocabularyIsAnError) {
   size_t n = 0;
   int32_t tokens[4];

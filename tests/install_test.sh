@@ -126,8 +126,8 @@ for variant in shared static; do
   PKG_CONFIG_PATH="$prefix/lib/pkgconfig" make -s -C "make-$variant" -f "$work/src/Makefile" \
     CC="$cc" CFLAGS="-O2 -Werror" STATIC=$static $examples || fail "building the examples with pkg-config ($variant)"
 done
-run_examples cmake-shared libaft.so.0.4
-run_examples make-shared libaft.so.0.4
+run_examples cmake-shared libaft.so.0.5
+run_examples make-shared libaft.so.0.5
 run_examples cmake-static
 run_examples make-static
 cat make-shared/state_fork.out

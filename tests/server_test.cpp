@@ -2035,6 +2035,89 @@ int32_t token_of(const Server& server, const std::string& character) {
 // nudged to close its strings and objects); one cut by max_tokens is the start of one; streamed,
 // the same text. Without the grammar, the nudged model writes quotes and braces anywhere. With a
 // json_schema, the object has the schema's shape.
+// A model whose "." (6) ends a text, with the characters of a JSON object.
+class ServerEndOfText : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json config = tiny_config("local");
+    config["vocab_size"] = 7;
+    json tokenizer = char_tokenizer({"{", "}", "\"", "a", ":", " ", "."});
+    tokenizer["end_of_text"] = 6;
+    write_model_file(model_.path(), config, tokenizer, random_tensors(config, 5, 0.5f));
+  }
+  TempFile model_;
+};
+
+TEST_F(ServerEndOfText, EndsTheCompletionUnwritten) {
+  Server server(model_.path());
+  json request = {{"prompt", "a a"},
+                  {"max_tokens", 50},
+                  {"temperature", 0},
+                  {"return_tokens", true},
+                  {"logit_bias", {{"6", 100}}}};
+  const Reply first = complete(server, request);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.body["choices"][0]["text"], "");
+  EXPECT_EQ(first.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(first.body["choices"][0]["tokens"], json::array());
+  EXPECT_EQ(first.body["usage"]["completion_tokens"], 0);
+  request["stream"] = true;
+  auto streamed = server.client().Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(streamed);
+  const std::vector<json> chunks = sse_chunks(streamed->body);
+  ASSERT_FALSE(chunks.empty()) << streamed->body;
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "stop") << streamed->body;
+  for (const json& chunk : chunks) EXPECT_EQ(chunk["choices"][0]["text"], "") << chunk;
+
+  // Likely but not certain: where it comes, the completion stops short of max_tokens.
+  request = {{"prompt", "a a"}, {"max_tokens", 300}, {"logit_bias", {{"6", 2}}}};
+  int ended = 0;
+  for (int seed = 1; seed <= 4; ++seed) {
+    request["seed"] = seed;
+    const Reply r = complete(server, request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string text = r.body["choices"][0]["text"];
+    EXPECT_EQ(text.find('.'), std::string::npos) << text;
+    EXPECT_EQ(r.body["usage"]["completion_tokens"], text.size()) << r.body;
+    if (r.body["choices"][0]["finish_reason"] == "stop") {
+      ++ended;
+      EXPECT_LT(text.size(), 300u);
+    }
+  }
+  EXPECT_GT(ended, 0);
+
+  // llama-server's ignore_eos: banned, so the completion runs to max_tokens.
+  const Reply ignored = complete(server, {{"prompt", "a a"},
+                                          {"max_tokens", 30},
+                                          {"temperature", 0},
+                                          {"ignore_eos", true},
+                                          {"logit_bias", {{"6", 100}}}});
+  ASSERT_EQ(ignored.status, 200) << ignored.body;
+  const std::string text = ignored.body["choices"][0]["text"];
+  EXPECT_EQ(text.size(), 30u) << text;
+  EXPECT_EQ(text.find('.'), std::string::npos) << text;
+  EXPECT_EQ(ignored.body["choices"][0]["finish_reason"], "length");
+  const Reply bad = complete(server, {{"prompt", "a"}, {"ignore_eos", 1}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.body["error"]["param"], "ignore_eos") << bad.body;
+}
+
+// Inside a JSON string "." is text the grammar takes; as the end of text it never comes before
+// the object is whole.
+TEST_F(ServerEndOfText, NeverCutsAJsonObject) {
+  Server server(model_.path());
+  const Reply r = complete(server, {{"prompt", "a a"},
+                                    {"max_tokens", 50},
+                                    {"temperature", 0},
+                                    {"logit_bias", {{"2", 50}, {"6", 100}}},
+                                    {"response_format", {{"type", "json_object"}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string text = r.body["choices"][0]["text"];
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_TRUE(json::parse(text, nullptr, false).is_object()) << text;
+  EXPECT_NE(text.find("\"\""), std::string::npos) << "a string was opened: " << text;
+}
+
 TEST(Server, JsonObjectResponsesAreObjects) {
   Server server(kDecayModel);
   const int32_t quote = token_of(server, "\"");

@@ -163,3 +163,38 @@ TEST(TokenizerFromJson, UnknownKeysAreIgnored) {
 }
 
 }  // namespace
+
+namespace {
+
+// The token that ends a text: none unless named, any id of the vocabulary, a World model's 0.
+TEST(TokenizerEndOfText, NamedOrImplied) {
+  EXPECT_EQ(aft::Tokenizer::from_json(json{{"type", "byte"}}, kWhere).end_of_text(), std::nullopt);
+  EXPECT_EQ(
+      aft::Tokenizer::from_json(json{{"type", "byte"}, {"end_of_text", 3}}, kWhere).end_of_text(),
+      3);
+  EXPECT_EQ(aft::Tokenizer::from_json(
+                json{{"type", "char"}, {"vocab", {"a", "b", "c"}}, {"end_of_text", 2}}, kWhere)
+                .end_of_text(),
+            2);
+  const json world = {{"type", "world"}, {"vocab", {nullptr, "61"}}};
+  EXPECT_EQ(aft::Tokenizer::from_json(world, kWhere).end_of_text(), 0);
+  json stated = world;
+  stated["end_of_text"] = 0;
+  EXPECT_EQ(aft::Tokenizer::from_json(stated, kWhere).end_of_text(), 0);
+}
+
+TEST(TokenizerEndOfText, OutsideTheVocabularyIsRefused) {
+  const json abc = {{"type", "char"}, {"vocab", {"a", "b", "c"}}};
+  for (const json& bad : {json(3), json(-1), json("0"), json(1.5), json(nullptr), json(true)}) {
+    json description = abc;
+    description["end_of_text"] = bad;
+    expect_bad_vocab(description, {".end_of_text: expected a token id in [0, 3), found "});
+  }
+  json byte = {{"type", "byte"}, {"end_of_text", 256}};
+  expect_bad_vocab(byte, {".end_of_text: expected a token id in [0, 256), found 256"});
+  json world = {{"type", "world"}, {"vocab", {nullptr, "61"}}, {"end_of_text", 1}};
+  expect_bad_vocab(world, {".end_of_text: expected 0 (a World vocabulary's end of text is token "
+                           "0), found 1"});
+}
+
+}  // namespace

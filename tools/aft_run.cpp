@@ -70,6 +70,8 @@ const char kUsage[] =
     "\n"
     "sampling, applied in this order (llama.cpp's):\n"
     "  -l, --logit-bias ID(+|-)B    add B to token ID's logit; repeatable (15-inf bans token 15)\n"
+    "      --ignore-eos             never sample the model's end-of-text token, which otherwise\n"
+    "                               ends the text unprinted\n"
     "      --repeat-last-n N        the recent tokens penalised, the prompt's included: the last\n"
     "                               N; -1 = all, 0 = none (default 64)\n"
     "      --repeat-penalty F       divide a recent token's logit by F if positive, multiply it\n"
@@ -94,6 +96,7 @@ struct Options {
   long long threads = 0;
   std::optional<std::string> prompt_cache;
   bool interactive = false;
+  bool ignore_eos = false;
   cli::ModelFlags load;
   bool verbose = false;
 };
@@ -134,6 +137,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       options.sampling.presence_penalty = parse_float(arg, value(), -100.0f, 100.0f);
     } else if (arg == "-l" || arg == "--logit-bias") {
       options.logit_bias.push_back(parse_logit_bias(arg, value()));
+    } else if (arg == "--ignore-eos") {
+      options.ignore_eos = true;
     } else if (arg == "-s" || arg == "--seed") {
       options.seed = static_cast<uint64_t>(
           parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
@@ -221,8 +226,14 @@ void report_state(aft_session* session) {
 
 // Options are parsed before the model is known: biased tokens are checked against its vocabulary
 // here, before anything is printed.
-cli::Sampler create_sampler(const Options& options, uint64_t seed, int32_t vocab_size) {
-  for (const aft_logit_bias& bias : options.logit_bias) {
+// --ignore-eos: end_of_text (if any) banned.
+cli::Sampler create_sampler(const Options& options, uint64_t seed, int32_t vocab_size,
+                            int32_t end_of_text) {
+  std::vector<aft_logit_bias> logit_bias = options.logit_bias;
+  if (options.ignore_eos && end_of_text >= 0) {
+    logit_bias.push_back({end_of_text, -std::numeric_limits<float>::infinity()});
+  }
+  for (const aft_logit_bias& bias : logit_bias) {
     if (bias.token >= vocab_size) {
       throw std::runtime_error("--logit-bias: token " + std::to_string(bias.token) +
                                " is outside the model's vocabulary of " +
@@ -230,8 +241,8 @@ cli::Sampler create_sampler(const Options& options, uint64_t seed, int32_t vocab
     }
   }
   aft_sampler_params params = options.sampling;
-  params.logit_bias = options.logit_bias.data();
-  params.n_logit_bias = options.logit_bias.size();
+  params.logit_bias = logit_bias.data();
+  params.n_logit_bias = logit_bias.size();
   params.seed = seed;
   aft_sampler* sampler = nullptr;
   check(aft_sampler_create(&params, &sampler), "creating the sampler");
@@ -335,22 +346,33 @@ struct Generated {
   double decode_ms = 0.0;  // the evaluations of the tokens after the first
 };
 
-// Samples up to n tokens from `logits` on, printing each; stops early at the model's position
-// limit. Leaves the last sampled token unevaluated: `pending` is set to it.
-Generated generate(const aft_model_info& info, aft_session* session, aft_sampler* sampler,
+// What generation needs of the model.
+struct Limits {
+  int64_t max_positions = 0;  // 0: none
+  int32_t end_of_text = -1;   // -1: none
+};
+
+// Samples up to n tokens from `logits` on, printing each; stops early at the model's end of text
+// (neither printed nor counted) or position limit. Leaves the last sampled token unevaluated:
+// `pending` is set to it.
+Generated generate(const Limits& limits, aft_session* session, aft_sampler* sampler,
                    TokenPrinter& printer, std::vector<float>& logits, long long n,
                    std::optional<int32_t>& pending) {
   Generated g;
   while (g.tokens < n) {
     int32_t token = 0;
     check(aft_sampler_sample(sampler, logits.data(), logits.size(), &token), "sampling");
+    if (token == limits.end_of_text) {
+      std::fputs("\naft-run: [end of text]\n", stderr);
+      break;
+    }
     printer.token(token);
     ++g.tokens;
     pending = token;
     if (g.tokens == n) break;
-    if (info.max_positions > 0 && aft_session_position(session) >= info.max_positions) {
+    if (limits.max_positions > 0 && aft_session_position(session) >= limits.max_positions) {
       std::fprintf(stderr, "\naft-run: stopped at the model's limit of %lld positions\n",
-                   static_cast<long long>(info.max_positions));
+                   static_cast<long long>(limits.max_positions));
       break;
     }
     const auto step_start = Clock::now();
@@ -362,7 +384,7 @@ Generated generate(const aft_model_info& info, aft_session* session, aft_sampler
 }
 
 // -i: each line of stdin (its newline included) continues the sequence, then -n tokens follow.
-void interact(const Options& options, const aft_model* model, const aft_model_info& info,
+void interact(const Options& options, const aft_model* model, const Limits& limits,
               aft_session* session, aft_sampler* sampler, TokenPrinter& printer,
               std::vector<float>& logits, std::optional<int32_t> pending) {
   const bool terminal = isatty(fileno(stdin)) != 0;
@@ -386,17 +408,17 @@ void interact(const Options& options, const aft_model* model, const aft_model_in
     if (pending) turn.insert(turn.begin(), *pending);  // the last sampled token, not yet fed
     pending.reset();
     if (turn.empty()) continue;
-    if (info.max_positions > 0 &&
-        aft_session_position(session) + static_cast<int64_t>(turn.size()) > info.max_positions) {
+    if (limits.max_positions > 0 &&
+        aft_session_position(session) + static_cast<int64_t>(turn.size()) > limits.max_positions) {
       std::fprintf(stderr, "aft-run: the model's limit of %lld positions is reached\n",
-                   static_cast<long long>(info.max_positions));
+                   static_cast<long long>(limits.max_positions));
       break;
     }
     for (int32_t token : turn) check(aft_sampler_accept(sampler, token), "recording the line");
     check(aft_session_eval(session, turn.data(), turn.size(), AFT_LOGITS_LAST, logits.data()),
           "evaluating the line");
     write_out(line.data(), line.size());
-    generate(info, session, sampler, printer, logits, options.n_predict, pending);
+    generate(limits, session, sampler, printer, logits, options.n_predict, pending);
     printer.finish();
     write_out("\n", 1);
   }
@@ -427,7 +449,9 @@ int run(const Options& options) {
   const cli::Session session(raw_session);
 
   const uint64_t seed = options.seed ? *options.seed : std::random_device{}();
-  const cli::Sampler sampler = create_sampler(options, seed, info.vocab_size);
+  const int32_t end_of_text = aft_model_end_of_text(model.get());
+  const cli::Sampler sampler = create_sampler(options, seed, info.vocab_size, end_of_text);
+  const Limits limits{info.max_positions, options.ignore_eos ? -1 : end_of_text};
   // The prompt counts among the recent tokens the penalties look at, as in llama.cpp.
   for (int32_t token : tokens)
     check(aft_sampler_accept(sampler.get(), token), "recording the prompt");
@@ -452,7 +476,7 @@ int run(const Options& options) {
   TokenPrinter printer(model.get());
   std::optional<int32_t> pending;
   const Generated g =
-      generate(info, session.get(), sampler.get(), printer, logits, options.n_predict, pending);
+      generate(limits, session.get(), sampler.get(), printer, logits, options.n_predict, pending);
   printer.finish();
   write_out("\n", 1);  // flushed: the text ends before the summary starts on a shared terminal
 
@@ -466,7 +490,7 @@ int run(const Options& options) {
                evaluated * 1000.0 / prompt_run.ms, g.tokens, g.decode_ms,
                decoded > 0 ? decoded * 1000.0 / g.decode_ms : 0.0);
   if (options.interactive) {
-    interact(options, model.get(), info, session.get(), sampler.get(), printer, logits, pending);
+    interact(options, model.get(), limits, session.get(), sampler.get(), printer, logits, pending);
   }
   if (options.verbose) report_state(session.get());
   return 0;

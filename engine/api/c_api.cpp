@@ -195,6 +195,11 @@ aft_status aft_model_get_info(const aft_model* model, aft_model_info* info) {
   });
 }
 
+int32_t aft_model_end_of_text(const aft_model* model) {
+  if (!model) return -1;
+  return model->model->tokenizer().end_of_text().value_or(-1);
+}
+
 size_t aft_model_metadata_count(const aft_model* model) {
   return model ? model->model->metadata().size() : 0;
 }

@@ -387,6 +387,8 @@ std::vector<std::pair<std::string, std::string>> ModelFile::header_strings() con
   };
   for (const auto& [key, value] : config().items()) add("config." + key, value);
   add("tokenizer.type", tokenizer().at("type"));
+  const auto end_of_text = tokenizer().find("end_of_text");
+  if (end_of_text != tokenizer().end()) add("tokenizer.end_of_text", *end_of_text);
   if (metadata().is_object()) {
     for (const auto& [key, value] : metadata().items()) add("metadata." + key, value);
   }

@@ -38,6 +38,33 @@ std::string char_label(uint32_t cp, std::string_view bytes) {
 }  // namespace
 
 Tokenizer Tokenizer::from_json(const json& description, const std::string& where) {
+  Tokenizer tok = read_vocabulary(description, where);
+  tok.read_end_of_text(description, where);
+  return tok;
+}
+
+void Tokenizer::read_end_of_text(const json& description, const std::string& where) {
+  const auto found = description.find("end_of_text");
+  if (kind_ == Kind::kWorld) {  // entry 0 is null: the end of text, stated or not
+    if (found != description.end() && !(found->is_number_integer() && *found == 0)) {
+      throw Error(AFT_ERR_FORMAT, where +
+                                      ": tokenizer.end_of_text: expected 0 (a World vocabulary's "
+                                      "end of text is token 0), found " +
+                                      describe(*found));
+    }
+    end_of_text_ = 0;
+    return;
+  }
+  if (found == description.end()) return;
+  const std::size_t size = vocab_size();
+  if (!found->is_number_integer() || *found < 0 || *found >= size) {
+    throw Error(AFT_ERR_FORMAT, where + ": tokenizer.end_of_text: expected a token id in [0, " +
+                                    std::to_string(size) + "), found " + describe(*found));
+  }
+  end_of_text_ = found->get<int32_t>();
+}
+
+Tokenizer Tokenizer::read_vocabulary(const json& description, const std::string& where) {
   const auto fail = [&](const std::string& what) {
     throw Error(AFT_ERR_FORMAT, where + ": tokenizer" + what);
   };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +31,9 @@ class Tokenizer {
   // The bytes of one token (none for an id with no token: a World model's end of text, padding);
   // throws Error(AFT_ERR_OUT_OF_RANGE) for an id outside the vocabulary.
   const std::string& piece(int32_t token) const;
+  // The token that ends a text (docs/format.md, "tokenizer"): a World vocabulary's 0, or the file's
+  // "end_of_text"; none for a tokenizer that has no such token.
+  std::optional<int32_t> end_of_text() const { return end_of_text_; }
 
  private:
   enum class Kind { kByte, kChar, kBpe, kWorld };
@@ -40,6 +44,10 @@ class Tokenizer {
   std::shared_ptr<const BpeTokenizer> bpe_;
   std::shared_ptr<const WorldTokenizer> world_;
   std::unordered_map<uint32_t, int32_t> code_point_to_token_;
+  std::optional<int32_t> end_of_text_;
+
+  static Tokenizer read_vocabulary(const nlohmann::json& description, const std::string& where);
+  void read_end_of_text(const nlohmann::json& description, const std::string& where);
 };
 
 }  // namespace aft

@@ -22,7 +22,7 @@ extern "C" {
 
 /* The version of this header; aft_version() gives the library's, which may be newer. */
 #define AFT_VERSION_MAJOR 0
-#define AFT_VERSION_MINOR 4
+#define AFT_VERSION_MINOR 5
 #define AFT_VERSION_PATCH 0
 
 typedef enum aft_status {
@@ -179,6 +179,11 @@ aft_status aft_tokenize(const aft_model* model, const char* text, size_t text_le
  * bytes may be part of a character; aft_detokenizer gives whole characters. */
 aft_status aft_token_to_text(const aft_model* model, int32_t token, char* text, size_t capacity,
                              size_t* text_len);
+
+/* The token that ends a text, which generation stops at without printing it (since 0.5): a World
+ * model's 0, or the file's tokenizer.end_of_text (docs/format.md; a Pile model's <|endoftext|>,
+ * which aft-import-rwkv and aft.tokenizers write); -1 if the model has none or is NULL. */
+int32_t aft_model_end_of_text(const aft_model* model);
 
 /* Tokens to text for printing as they come: the output is always valid UTF-8. A character whose
  * bytes span tokens is held until its last byte arrives; bytes that cannot form a character are

@@ -53,7 +53,9 @@ class Job {
     std::string finish_reason;  // "length", "stop"; empty on error
     std::string error;          // a failure during generation
     std::vector<int32_t> tokens;
-    // The tokens' log-probabilities under the raw logits, summed (only when best_of ranks).
+    bool end_of_text = false;  // ended by the model's end-of-text token, which tokens lack
+    // The log-probabilities under the raw logits of the tokens and the end of text, summed (only
+    // when best_of ranks).
     double logprob_sum = 0;
     int64_t cached_tokens = 0;
     double queue_ms = 0, prefill_ms = 0, decode_ms = 0;

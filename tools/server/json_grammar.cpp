@@ -333,13 +333,17 @@ bool JsonGrammar::number_byte(unsigned char byte) {
   return push(byte);
 }
 
-JsonTokenMask::JsonTokenMask(const std::vector<std::string>& texts) : texts_(texts) {
+JsonTokenMask::JsonTokenMask(const std::vector<std::string>& texts, int32_t end_of_text)
+    : texts_(texts), end_of_text_(end_of_text) {
   plain_.reserve(texts.size());
   for (const std::string& text : texts) {
     const bool printable = std::none_of(text.begin(), text.end(), [](char c) {
       return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
     });
     plain_.push_back(!text.empty() && printable && invalid_utf8_at(text) == text.size());
+  }
+  if (end_of_text_ >= 0 && static_cast<size_t>(end_of_text_) < plain_.size()) {
+    plain_[static_cast<size_t>(end_of_text_)] = false;
   }
 }
 
@@ -352,7 +356,7 @@ size_t JsonTokenMask::mask(const JsonGrammar& grammar, float* logits) const {
   for (size_t token = 0; token < texts_.size(); ++token) {
     const std::string& text = texts_[token];
     bool takes = plain_text && plain_[token];
-    if (!takes && !text.empty()) {
+    if (!takes && !text.empty() && static_cast<int64_t>(token) != end_of_text_) {
       int8_t& first = first_byte[static_cast<unsigned char>(text[0])];
       if (first == 0) {
         trial = grammar;

@@ -112,15 +112,17 @@ class JsonGrammar {
 // (whole UTF-8 characters, no quote, backslash or control character) are known to, without a try.
 class JsonTokenMask {
  public:
-  // texts: every token's bytes (cli::Vocabulary::texts()), which outlive the mask.
-  explicit JsonTokenMask(const std::vector<std::string>& texts);
+  // texts: every token's bytes (cli::Vocabulary::texts()), which outlive the mask; end_of_text:
+  // the model's token that ends a text (-1: none), whatever its bytes, as no JSON goes on past it.
+  JsonTokenMask(const std::vector<std::string>& texts, int32_t end_of_text);
 
-  // Sets to -inf the logits of the tokens whose bytes grammar refuses (and of tokens with none);
-  // returns how many tokens are left.
+  // Sets to -inf the logits of the tokens whose bytes grammar refuses (and of tokens with none,
+  // and of the end of text); returns how many tokens are left.
   size_t mask(const JsonGrammar& grammar, float* logits) const;
 
  private:
   const std::vector<std::string>& texts_;
+  int64_t end_of_text_;
   std::vector<bool> plain_;
 };
 

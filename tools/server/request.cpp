@@ -201,6 +201,11 @@ void parse_generation_fields(const json& body, const std::string& body_text,
   }
   if (present(body, "logit_bias"))
     request.logit_bias = logit_bias_field(body["logit_bias"], limits);
+  // llama-server's: the end of text banned, so that the completion runs to max_tokens.
+  const int32_t end_of_text = aft_model_end_of_text(limits.model);
+  if (present(body, "ignore_eos") && bool_field(body, "ignore_eos") && end_of_text >= 0) {
+    request.logit_bias.push_back({end_of_text, -std::numeric_limits<float>::infinity()});
+  }
   if (present(body, "stop")) request.stop = stop_field(body["stop"]);
   if (present(body, "stream")) request.stream = bool_field(body, "stream");
   if (present(body, "stream_options")) {

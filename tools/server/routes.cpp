@@ -212,7 +212,8 @@ std::vector<ChoiceOutput> returned_choices(std::vector<ChoiceOutput> outputs,
                                            const CompletionRequest& request) {
   if (!request.ranked()) return outputs;
   auto per_token = [](const ChoiceOutput& c) {
-    return c.result.tokens.empty() ? 0.0 : c.result.logprob_sum / c.result.tokens.size();
+    const size_t scored = c.result.tokens.size() + (c.result.end_of_text ? 1 : 0);
+    return scored == 0 ? 0.0 : c.result.logprob_sum / static_cast<double>(scored);
   };
   std::stable_sort(
       outputs.begin(), outputs.end(),

@@ -55,8 +55,9 @@ Scheduler::Scheduler(const aft_model* model, const Options& options, Metrics& me
       metrics_(metrics),
       cache_(options.state_cache_bytes),
       shared_(shared),
+      end_of_text_(aft_model_end_of_text(model)),
       vocabulary_(model, "the model"),
-      json_tokens_(vocabulary_.texts()),
+      json_tokens_(vocabulary_.texts(), end_of_text_),
       scorer_(vocabulary_) {
   aft_model_info info;
   cli::check(aft_model_get_info(model, &info), "reading the model");
@@ -379,9 +380,14 @@ void Scheduler::emit(Slot& slot, const float* logits) {
   aft_status status =
       aft_sampler_sample(slot.sampler.get(), choices, static_cast<size_t>(vocab_size_), &token);
   if (status != AFT_OK) return fail(slot, failure("sampling", status));
+  const CompletionRequest& request = slot.job->request;
+  if (token == end_of_text_) {  // not part of the completion, which ends here
+    if (request.ranked()) slot.result.logprob_sum += scorer_.score(logits, token, 0).chosen.logprob;
+    slot.result.end_of_text = true;
+    return finish(slot, "stop");
+  }
   if (slot.json) slot.json->push(vocabulary_.text(token));
   slot.result.tokens.push_back(token);
-  const CompletionRequest& request = slot.job->request;
   if (request.top_logprobs >= 0 || request.ranked()) {
     slot.result.logprob_sum += add_logprob(slot, logits, token);
   }

@@ -108,6 +108,7 @@ class Scheduler {
   int64_t max_positions_ = 0;
   PrefixCache cache_;
   SharedCache* const shared_;
+  const int32_t end_of_text_;  // the model's token that ends a completion; -1: none
   const cli::Vocabulary vocabulary_;
   const JsonTokenMask json_tokens_;  // response_format's grammar over vocabulary_
   LogprobScorer scorer_;             // logprobs, on the scheduler's thread
