@@ -92,6 +92,7 @@ PROTOTYPES = {
     "aft_model_metadata_at": (_status, [_handle, c_size_t, POINTER(c_char_p), POINTER(c_char_p)]),
     "aft_model_metadata_get": (c_char_p, [_handle, c_char_p]),
     "aft_model_fingerprint": (c_uint32, [_handle]),
+    "aft_model_end_of_text": (c_int32, [_handle]),
     "aft_tokenize": (_status, [_handle, c_char_p, c_size_t, POINTER(c_int32), c_size_t, _size_p]),
     "aft_token_to_text": (_status, [_handle, c_int32, POINTER(c_char), c_size_t, _size_p]),
     "aft_detokenizer_create": (_status, [_handle, POINTER(_handle)]),
@@ -124,7 +125,7 @@ PROTOTYPES = {
 OPTIONAL = frozenset({
     "aft_version", "aft_model_file_version", "aft_session_state_version", "aft_log_set_callback",
     "aft_model_load_from_memory", "aft_model_metadata_count", "aft_model_metadata_at",
-    "aft_model_metadata_get", "aft_model_fingerprint",
+    "aft_model_metadata_get", "aft_model_fingerprint", "aft_model_end_of_text",
     "aft_session_set_threads", "aft_session_threads", "aft_session_set_abort_callback",
     "aft_batch_decode", "aft_sampler_accept", "aft_sampler_reset",
     "aft_detokenizer_create", "aft_detokenizer_free", "aft_detokenizer_push",

@@ -16,8 +16,10 @@ def generate(model: Model, prompt: str, max_tokens: int, sampler: Sampler | None
              session: Session | None = None) -> Iterator[str]:
     """Feeds prompt, then samples up to max_tokens tokens, yielding their text as it becomes
     whole characters (a byte model's multi-byte character comes out once complete; bytes that
-    never complete one come out as U+FFFD at the end). Stops early when the session reaches the
-    model's max_positions.
+    never complete one come out as U+FFFD at the end). Stops early at the model's end of text
+    (Model.end_of_text: that token is neither yielded nor evaluated) and when the session reaches
+    the model's max_positions. To go on past the end of text, ban it with the sampler's logit bias,
+    as aft-run's --ignore-eos does: Sampler(logit_bias={model.end_of_text: -math.inf}).
 
     sampler: None = Sampler() (the library's defaults, seed 0): the same prompt and sampler
     parameters give the same text. session: None = a new session, closed at the end; a given
@@ -38,11 +40,15 @@ def generate(model: Model, prompt: str, max_tokens: int, sampler: Sampler | None
     if _library.library().has("aft_sampler_accept"):
         for token in prompt_tokens:
             sampler.accept(token)
+    # A library older than 0.5 knows no end of text: its aft-run goes on past it too.
+    end_of_text = model.end_of_text if _library.library().has("aft_model_end_of_text") else None
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
         logits = session.eval(prompt_tokens, logits="last")
         for index in range(max_tokens):
             token = sampler.sample(logits)
+            if token == end_of_text:
+                break
             more = index + 1 < max_tokens and (limit == 0 or session.position + 1 < limit)
             logits = session.eval([token], logits="last" if more else "none")
             text = decoder.decode(model.token_text(token))

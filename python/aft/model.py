@@ -141,6 +141,16 @@ class Model:
         carry: it names the model, e.g. to keep caches of different models' states apart."""
         return self._lib.aft_model_fingerprint(self.owned_handle().pointer)
 
+    @property
+    def end_of_text(self) -> int | None:
+        """The token that ends a text (aft_model_end_of_text): a World model's 0, the file's
+        tokenizer.end_of_text (a Pile model's <|endoftext|>), or None; generate stops at it."""
+        if not self._lib.has("aft_model_end_of_text"):
+            raise AftError(None, f"libaft at {self._lib.path} has no aft_model_end_of_text "
+                           "(library older than 0.5, this package's)")
+        token = self._lib.aft_model_end_of_text(self.owned_handle().pointer)
+        return None if token < 0 else token
+
     def tokenize(self, text: str) -> list[int]:
         encoded = text.encode("utf-8")
         pointer = self.owned_handle().pointer

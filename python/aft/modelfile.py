@@ -183,6 +183,46 @@ def validate_config(config, strict_keys: bool = False) -> dict:
 
 def tokenizer_size(tokenizer) -> int:
     """Checks a tokenizer object (docs/format.md, "tokenizer") and returns its vocabulary size."""
+    size = _vocabulary_size(tokenizer)
+    _check_end_of_text(tokenizer, size)
+    return size
+
+
+def _describe(value) -> str:
+    """A JSON value as the engine's messages show it (engine/format/describe.h's describe)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        cut = json.dumps(data[:40].decode("utf-8", "replace"), ensure_ascii=False)
+        return f"string {cut}" + ("..." if len(data) > 40 else "")
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    # Numbers as the engine writes them, but for absurd ones: nlohmann::json writes 1e15 as 1e+15,
+    # and reads an integer beyond 64 bits as a double.
+    return json.dumps(value)
+
+
+def _check_end_of_text(tokenizer: dict, size: int) -> None:
+    """The check of engine/format/tokenizer.cpp's Tokenizer::read_end_of_text, with its messages."""
+    if "end_of_text" not in tokenizer:
+        return
+    value = tokenizer["end_of_text"]
+    if tokenizer["type"] == "world":  # entry 0 is null: the end of text, stated or not
+        if not (_is_int(value) and value == 0):
+            raise FormatError(f"tokenizer.end_of_text: expected 0 (a World vocabulary's end of "
+                              f"text is token 0), found {_describe(value)}")
+    elif not (_is_int(value) and 0 <= value < size):
+        raise FormatError(f"tokenizer.end_of_text: expected a token id in [0, {size}), found "
+                          f"{_describe(value)}")
+
+
+def _vocabulary_size(tokenizer) -> int:
+    """The checks of the vocabulary (engine/format/tokenizer.cpp's Tokenizer::read_vocabulary)."""
     if not isinstance(tokenizer, dict) or "type" not in tokenizer:
         raise FormatError(f"tokenizer: expected an object with a \"type\", found {tokenizer!r}")
     kind = tokenizer["type"]

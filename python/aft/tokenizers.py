@@ -7,8 +7,9 @@
 
 tokenizer_from_file tells a Hugging Face tokenizer.json (byte-level BPE as GPT-2 and GPT-NeoX use it:
 {"type": "bpe"}) from an RWKV World vocabulary ({"type": "world"}) by content. Anything of a
-tokenizer.json the engine would not reproduce exactly is refused with FormatError naming it.
-Standard library only.
+tokenizer.json the engine would not reproduce exactly is refused with FormatError naming it. A
+tokenizer.json's special added token <|endoftext|> becomes the description's "end_of_text" (a World
+vocabulary's is token 0 without saying). Standard library only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from .modelfile import tokenizer_size as _checked_size
 
 __all__ = ["tokenizer_from_file", "tokenizer_size", "pad_tokenizer", "bpe_from_tokenizer_json",
            "world_from_vocab"]
+
+# The special added token that ends a text in GPT-2's and GPT-NeoX-20B's tokenizer.json.
+END_OF_TEXT = "<|endoftext|>"
 
 
 def tokenizer_size(description: dict) -> int:
@@ -160,6 +164,11 @@ def bpe_from_tokenizer_json(document: dict, where: str = "tokenizer.json") -> di
                    "added_tokens": out_added,
                    "byte_fallback": bool(model.get("byte_fallback", False)),
                    "ignore_merges": bool(model.get("ignore_merges", False))}
+    # The Pile models' (GPT-NeoX-20B's tokenizer, id 0): generation stops at it.
+    end_of_text = [entry["id"] for entry in out_added
+                   if entry["special"] and entry["content"] == END_OF_TEXT]
+    if end_of_text:
+        description["end_of_text"] = end_of_text[0]
     try:
         tokenizer_size(description)
     except FormatError as e:

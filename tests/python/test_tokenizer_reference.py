@@ -142,6 +142,7 @@ class ConverterRefusals(unittest.TestCase):
         self.assertEqual(description["type"], "bpe")
         self.assertEqual(description["normalizer"], "nfc")
         self.assertEqual(description["vocab"][:2], ["<|endoftext|>", "<|padding|>"])
+        self.assertEqual(description["end_of_text"], 0)
         self.assertEqual(tokenizers.tokenizer_size(description), len(description["vocab"]))
         self.assertEqual(probe(description), f"ok {len(description['vocab'])}")
 
@@ -195,6 +196,19 @@ class ConverterRefusals(unittest.TestCase):
         document = neox_json()
         document["model"]["vocab"]["x"] = -1
         self.refused(document, "model.vocab['x']")
+
+    def test_end_of_text_is_the_special_endoftext(self):
+        document = neox_json()
+        document["added_tokens"][0]["special"] = False
+        self.assertNotIn("end_of_text", self.convert(document))
+        document = neox_json()
+        document["model"]["vocab"]["<|endoftext|>"] = 659
+        document["model"]["vocab"]["zzq"] = 0
+        document["added_tokens"][0]["id"] = 659
+        self.assertEqual(self.convert(document)["end_of_text"], 659)
+        document = neox_json()
+        del document["added_tokens"][0]
+        self.assertNotIn("end_of_text", self.convert(document))
 
     def test_gaps_in_ids_are_unused_tokens(self):
         document = neox_json()
@@ -346,7 +360,24 @@ class DescriptionConformance(unittest.TestCase):
             edit(world, vocab=[None, ""]), edit(world, vocab=[None, "61", "61"]),
             edit(world, vocab=[None, 5]), edit(world, vocab=[]), edit(world, vocab=KeyError),
             {"type": "sentencepiece"},
-        ]
+        ] + self.end_of_text_cases()
+
+    def end_of_text_cases(self):
+        """Every kind with an end of text accepted and refused; refused vocabularies first."""
+        char = {"type": "char", "vocab": ["a", "b", "c"]}
+        bpe, world = small_bpe(), {"type": "world", "vocab": [None, "61", "6263", None, "ff"]}
+        cases = [{**char, "end_of_text": 2}, {"type": "byte", "end_of_text": 255},
+                 {"type": "byte", "end_of_text": 0}, {**bpe, "end_of_text": 0},
+                 {**bpe, "end_of_text": 4}, {**world, "end_of_text": 0}]
+        for base, size in ((char, 3), ({"type": "byte"}, 256), (bpe, 6)):
+            cases += [{**base, "end_of_text": value} for value in
+                      (size, -1, 2**63, 2**64 - 1, True, None, 1.0, 0.5, "0", [0], {"id": 0})]
+        cases += [{**world, "end_of_text": value}
+                  for value in (1, 4, -1, False, None, 0.0, "0", [0])]
+        cases += [{**char, "vocab": ["a", "a"], "end_of_text": 5},
+                  {**bpe, "merges": [["a", "c"]], "end_of_text": "x"},
+                  {**world, "vocab": [None, "zz"], "end_of_text": 1}]
+        return cases
 
     def test_same_verdicts(self):
         for description in self.cases():
@@ -363,6 +394,16 @@ class DescriptionConformance(unittest.TestCase):
                     self.assertEqual(python_where, engine_where, f"{e} / {engine}")
                     continue
                 self.assertEqual(engine, f"ok {size}")
+
+    def test_end_of_text_same_messages(self):
+        """Its refusals word for word (the other messages show values as Python writes them)."""
+        for description in self.end_of_text_cases():
+            with self.subTest(description=json.dumps(description)[:120]):
+                try:
+                    tokenizers.tokenizer_size(description)
+                except FormatError as e:
+                    if str(e).startswith("tokenizer.end_of_text: "):
+                        self.assertEqual(probe(description), f"error probe: {e}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,27 @@ def fixture(name: str) -> tuple[Path, list[int], np.ndarray]:
     return FIXTURES_DIR / expected["model"], expected["tokens"], logits.reshape(expected["logits_shape"])
 
 
+def small_model(tokenizer: dict, head_bias: dict[int, float] | None = None,
+                metadata: dict | None = None) -> bytes:
+    """The bytes of a model file with this tokenizer: AFT-simple, 1 layer x 16, random weights;
+    head_bias: {token: its head.bias} (0 for the others)."""
+    from aft import modelfile
+    config = modelfile.validate_config({
+        "vocab_size": modelfile.tokenizer_size(tokenizer), "d_model": 16, "n_layers": 1,
+        "d_ff": 32, "activation": "relu", "mixer": "simple", "window": 0, "n_heads": 1,
+        "full_bias": "table", "bias_rank": 0, "max_seq_len": 64, "pos_encoding": "none",
+        "embed_scale": 1.0, "tied_embeddings": False, "head_bias": True, "norm_eps": 1e-5,
+        "token_shift": False, "ffn": "mlp", "linear_bias": True, "embed_norm": False},
+        strict_keys=True)
+    rng = np.random.default_rng(0)
+    tensors = {name: rng.normal(0, 0.5, shape).astype(np.float32)
+               for name, shape in modelfile.expected_tensors(config)}
+    tensors["head.bias"][:] = 0
+    for token, bias in (head_bias or {}).items():
+        tensors["head.bias"][token] = bias
+    return modelfile.encode_file(config, tokenizer, list(tensors.items()), metadata)
+
+
 def assert_rows_close(got: np.ndarray, want: np.ndarray, rel: float = 1e-5) -> None:
     """Paths that agree within float rounding (a prompt at once, token by token): in every row of
     logits, the largest difference relative to the row's largest logit in magnitude, as the C++

@@ -346,6 +346,7 @@ class TokenizerTest(Case):
         self.assertEqual(contents.tokenizer, tokenizers.tokenizer_from_file(TOKENIZERS / BPE))
         with aft.Model(self.model_path) as model:
             self.assertEqual(model.info.vocab_size, BPE_SIZE)
+            self.assertEqual(model.end_of_text, 0)  # <|endoftext|>, where generation stops
             tokens = model.tokenize("The quick brown fox")
             self.assertTrue(tokens and all(0 <= token < BPE_SIZE for token in tokens))
 
@@ -366,6 +367,8 @@ class TokenizerTest(Case):
         self.assertIn(f"--pad-tokenizer leaves ids {WORLD_SIZE} to 639 unused", str(caught.exception))
         self.convert(640, WORLD, pad=True)
         self.assertEqual(modelfile.tokenizer_size(modelfile.read_file(self.model_path).tokenizer), 640)
+        with aft.Model(self.model_path) as model:
+            self.assertEqual(model.end_of_text, 0)
 
 
 class CommandLineTest(Case):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import pickle
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from package_support import FIXTURE_NAMES, REPO_DIR, SHIPPED_MODEL, aft, fixture
-from aft import _library
+from package_support import FIXTURE_NAMES, REPO_DIR, SHIPPED_MODEL, aft, fixture, small_model
+from aft import _library, modelfile
 
 
 class ModelInfoTest(unittest.TestCase):
@@ -209,6 +211,67 @@ class ModelErrorsTest(unittest.TestCase):
             library.aft_batch_decode
         self.assertEqual(str(caught.exception), "libaft at libm.so.6 has no aft_batch_decode "
                                                 "(library older than this package)")
+
+
+CHAR = {"type": "char", "vocab": list("abcd")}
+WORLD = {"type": "world", "vocab": [None, "61", "6263", None, "ff"]}
+
+
+def with_end_of_text(tokenizer: dict, value) -> bytes:
+    """A model file with this tokenizer and "end_of_text": value, unchecked: written without it,
+    with room in its metadata, then its header rewritten in place (the tensors stay put)."""
+    data = small_model(tokenizer, metadata={"room": " " * 200})
+    header = json.loads(data[24:24 + struct.unpack_from("<Q", data, 16)[0]])
+    header.update(tokenizer={**tokenizer, "end_of_text": value}, metadata={})
+    text = json.dumps(header, separators=(",", ":")).encode()
+    start = min(entry["offset"] for entry in header["tensors"])
+    assert 24 + len(text) <= start
+    return (data[:16] + struct.pack("<Q", len(text)) + text + bytes(start - 24 - len(text))
+            + data[start:])
+
+
+class EndOfTextTest(unittest.TestCase):
+    def test_the_files_or_none(self):
+        cases = ((CHAR, None), ({**CHAR, "end_of_text": 3}, 3), ({"type": "byte"}, None),
+                 ({"type": "byte", "end_of_text": 0}, 0),
+                 (WORLD, 0), ({**WORLD, "end_of_text": 0}, 0))  # a World vocabulary's: always 0
+        for tokenizer, expected in cases:
+            with self.subTest(tokenizer=tokenizer), \
+                    aft.Model.from_bytes(small_model(tokenizer)) as model:
+                self.assertEqual(model.end_of_text, expected)
+        with aft.Model(SHIPPED_MODEL) as model:
+            self.assertIsNone(model.end_of_text)
+
+    def test_refusals_are_the_engines(self):
+        """aft.modelfile refuses what the engine refuses, with its message."""
+        world = "expected 0 (a World vocabulary's end of text is token 0), found "
+        cases = [(CHAR, value, f"expected a token id in [0, 4), found {found}")
+                 for value, found in ((4, "4"), (-1, "-1"), (True, "true"), (None, "null"),
+                                      (1.0, "1.0"), ("1", 'string "1"'), ([1], "an array"))]
+        cases += [({"type": "byte"}, 256, "expected a token id in [0, 256), found 256"),
+                  (WORLD, 1, world + "1"), (WORLD, False, world + "false"),
+                  (WORLD, 0.0, world + "0.0")]
+        for tokenizer, value, words in cases:
+            with self.subTest(type=tokenizer["type"], end_of_text=value):
+                data = with_end_of_text(tokenizer, value)
+                message = f"<memory>: tokenizer.end_of_text: {words}"
+                with self.assertRaises(aft.AftError) as caught:
+                    aft.Model.from_bytes(data)
+                self.assertEqual((caught.exception.status, caught.exception.message),
+                                 (aft.Status.FORMAT, message))
+                with self.assertRaises(modelfile.FormatError) as caught:
+                    modelfile.decode_file(data, where="<memory>")
+                self.assertEqual(str(caught.exception), message)
+
+    def test_an_older_library_is_named(self):
+        model = aft.Model.__new__(aft.Model)
+        model._lib = _library.Library.__new__(_library.Library)
+        model._lib.path = "libm.so.6"
+        model._lib._dll = ctypes.CDLL("libm.so.6")
+        with self.assertRaises(aft.AftError) as caught:
+            model.end_of_text
+        self.assertEqual(str(caught.exception), "libaft at libm.so.6 has no aft_model_end_of_text "
+                                                "(library older than 0.5, this package's)")
 
 
 class TokenizerTest(unittest.TestCase):

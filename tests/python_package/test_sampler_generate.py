@@ -7,9 +7,25 @@ import unittest
 
 import numpy as np
 
-from package_support import SHIPPED_MODEL, aft, fixture
+from package_support import SHIPPED_MODEL, aft, fixture, small_model
 
 LOGITS = np.array([0.5, 3.0, -1.0, 2.5, 0.0], dtype=np.float32)
+
+
+def sampled_by_hand(model, prompt, n, sampler, end_of_text=None):
+    """The tokens generate samples after prompt, drawn here one by one (up to end_of_text)."""
+    for token in model.tokenize(prompt):
+        sampler.accept(token)
+    tokens = []
+    with aft.Session(model) as session:
+        logits = session.eval(model.tokenize(prompt))
+        for _ in range(n):
+            token = sampler.sample(logits)
+            if token == end_of_text:
+                break
+            tokens.append(token)
+            logits = session.eval([token])
+    return tokens
 
 
 class SamplerTest(unittest.TestCase):
@@ -105,14 +121,7 @@ class GenerateTest(unittest.TestCase):
             def sampler():
                 return aft.Sampler(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=4)
             pieces = list(aft.generate(model, "é", 50, sampler()))
-            manual, draw = aft.Session(model), sampler()
-            for token in model.tokenize("é"):
-                draw.accept(token)
-            logits = manual.eval(model.tokenize("é"))
-            tokens = []
-            for _ in range(50):
-                tokens.append(draw.sample(logits))
-                logits = manual.eval(tokens[-1:])
+            tokens = sampled_by_hand(model, "é", 50, sampler())
             self.assertTrue(any(token >= 0x80 for token in tokens))
             self.assertEqual("".join(pieces), model.detokenize(tokens))
             self.assertNotIn("", pieces)
@@ -129,6 +138,39 @@ class GenerateTest(unittest.TestCase):
             self.assertEqual(caught.exception.status, aft.Status.OUT_OF_RANGE)
             with self.assertRaises(aft.AftError):
                 next(aft.generate(model, "", 5))
+
+
+# A char model whose end of text is "e" (token 4).
+END_MODEL = {"type": "char", "vocab": list("abcde"), "end_of_text": 4}
+LIKELY_END = {4: 30.0}  # head bias: the end of text is the model's choice every time
+
+
+class GenerateEndOfTextTest(unittest.TestCase):
+    def generate(self, sampler, head_bias=None, max_tokens=10):
+        """generate's text on END_MODEL after "ab", and how many tokens the session evaluated."""
+        with aft.Model.from_bytes(small_model(END_MODEL, head_bias)) as model, \
+                aft.Session(model) as session:
+            text = "".join(aft.generate(model, "ab", max_tokens, sampler, session))
+            return text, session.position - 2
+
+    def test_stops_at_it_neither_yielded_nor_evaluated(self):
+        self.assertEqual(self.generate(aft.Sampler(temperature=0, logit_bias={4: 100})), ("", 0))
+        self.assertEqual(self.generate(aft.Sampler(temperature=0), LIKELY_END), ("", 0))
+
+    def test_a_ban_goes_on_past_it(self):  # as aft-run's --ignore-eos
+        text, evaluated = self.generate(aft.Sampler(temperature=0, logit_bias={4: -math.inf}),
+                                        LIKELY_END)
+        self.assertEqual((len(text), evaluated), (10, 10))
+        self.assertNotIn("e", text)
+
+    def test_stops_where_sampling_meets_it(self):
+        def sampler():
+            return aft.Sampler(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=3)
+        with aft.Model.from_bytes(small_model(END_MODEL)) as model:
+            tokens = sampled_by_hand(model, "ab", 50, sampler(), end_of_text=4)
+            expected = model.detokenize(tokens)
+        self.assertTrue(3 <= len(tokens) < 50, tokens)  # a stop mid-text
+        self.assertEqual(self.generate(sampler(), max_tokens=50), (expected, len(tokens)))
 
 
 if __name__ == "__main__":
