@@ -3,6 +3,7 @@
 #include "tools/server/json_grammar.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <random>
 #include <string>
@@ -160,14 +161,15 @@ bool accepted_whole(const server::JsonSchema& schema, const std::string& text) {
   return grammar.complete();
 }
 
-// A verdict: every JSON type, an enum, an array's bound, a $ref and an anyOf.
+// A verdict: every JSON type, an enum, an array's bound, a string's, a $ref and an anyOf.
 const char kVerdictSchema[] = R"({
   "type": "object",
   "properties": {
     "verdict": {"enum": ["guilty", "not guilty", 12, 1]},
     "count": {"type": "integer"},
     "score": {"type": "number", "description": "ignored"},
-    "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+    "notes": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 1,
+              "maxItems": 2},
     "judge": {"anyOf": [{"$ref": "#/$defs/person"}, {"type": "null"}]},
     "ok": {"type": ["boolean", "null"]}
   },
@@ -197,6 +199,7 @@ TEST(JsonSchema, TheGrammarWritesOnlyTheSchemasShape) {
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": [])",           // minItems
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a", "b", )",  // maxItems
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": [1)",
+      R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["abcd)",  // maxLength
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": "Ann")",
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": {})",
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a"], "judge": null, "ok": 1)",
@@ -230,6 +233,39 @@ TEST(JsonSchema, OptionalPropertiesMayBeLeftOutInOrder) {
   EXPECT_FALSE(accepted_whole(*counts, R"({"x": "1"})"));
 }
 
+// Lengths count characters: a UTF-8 character of any length and an escape are one each.
+TEST(JsonSchema, StringLengthsCountCharacters) {
+  const auto schema = compile(R"({"type": "object", "properties": {
+      "code": {"type": "string", "minLength": 2, "maxLength": 3}}, "required": ["code"]})");
+  for (const char* text : {R"({"code":"ab"})", R"({"code":"abc"})", R"({"code":"\u00e9\n"})",
+                           "{\"code\":\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"}"}) {
+    EXPECT_TRUE(accepted_whole(*schema, text)) << text;
+  }
+  for (const char* text :
+       {R"({"code":""})", R"({"code":"a"})", R"({"code":"abcd"})", R"({"code":"\n\t\"\\"})",
+        "{\"code\":\"\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\"}"}) {
+    EXPECT_FALSE(accepted_whole(*schema, text)) << text;
+  }
+  // Keys are not bounded by their value's schema.
+  const auto values = compile(R"({"type": "object", "additionalProperties": {"type": "string",
+      "maxLength": 1}})");
+  EXPECT_TRUE(accepted_whole(*values, R"({"a long key":"x"})"));
+  EXPECT_FALSE(accepted_whole(*values, R"({"k":"xy"})"));
+}
+
+// oneOf is anyOf (alternatives told apart by their first byte exclude each other); allOf of one
+// schema is that schema, as Pydantic writes a described reference.
+TEST(JsonSchema, OneOfAndAllOfOfOne) {
+  const auto schema = compile(R"({"type": "object", "properties": {
+      "a": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+      "b": {"allOf": [{"$ref": "#/$defs/flag"}], "description": "a flag"}},
+      "required": ["a", "b"], "$defs": {"flag": {"enum": [true, "yes"]}}})");
+  EXPECT_TRUE(accepted_whole(*schema, R"({"a":1,"b":true})"));
+  EXPECT_TRUE(accepted_whole(*schema, R"({"a":"x","b":"yes"})"));
+  EXPECT_FALSE(accepted_whole(*schema, R"({"a":null,"b":true})"));
+  EXPECT_FALSE(accepted_whole(*schema, R"({"a":1,"b":false})"));
+}
+
 TEST(JsonSchema, WhatItCannotEnforceIsRefused) {
   std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type": "array"})", "root"},
@@ -246,6 +282,20 @@ TEST(JsonSchema, WhatItCannotEnforceIsRefused) {
            "maxItems": 2}}})",
        "minItems"},
       {R"({"type": "object", "properties": {"a": {"enum": []}}})", "enum"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "minLength": 3,
+           "maxLength": 2}}})",
+       "minLength"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": -1}}})",
+       "maxLength"},
+      {R"({"type": "object", "properties": {"a": {"allOf": [{"type": "string"},
+           {"maxLength": 2}]}}})",
+       "allOf of more than one"},
+      {R"({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"},
+           {"enum": ["x"]}]}}})",
+       "oneOf"},
+      {R"({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}],
+           "maxLength": 2}}})",
+       "beside \"allOf\""},
       {R"({"type": "object", "properties": {"a": false}})", "false"},
   };
   // 1,000 optional properties: their keys would be listed 500,000 times.
@@ -275,7 +325,13 @@ bool is_verdict(const nlohmann::ordered_json& value) {
       verdict == "guilty" || verdict == "not guilty" || verdict == 12 || verdict == 1;
   bool notes_ok =
       value["notes"].is_array() && !value["notes"].empty() && value["notes"].size() <= 2;
-  for (const auto& note : value["notes"]) notes_ok = notes_ok && note.is_string();
+  for (const auto& note : value["notes"]) {
+    notes_ok = notes_ok && note.is_string() &&
+               std::count_if(note.get_ref<const std::string&>().begin(),
+                             note.get_ref<const std::string&>().end(), [](char c) {
+                               return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+                             }) <= 3;
+  }
   const auto& judge = value["judge"];
   const bool judge_ok = judge.is_null() || (judge.is_object() && judge.size() == 1 &&
                                             judge.contains("name") && judge["name"].is_string());

@@ -2176,12 +2176,13 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   EXPECT_TRUE(server::JsonGrammar().push(cut.body["choices"][0]["text"].get<std::string>()))
       << cut.body;
 
-  // A schema: its properties in its order, the enum's values, the types.
+  // A schema: its properties in its order, the enum's values, the types, the strings' lengths.
   const std::string schema_request = R"({"prompt": "The jury said", "max_tokens": 400, "seed": 3,
       "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "strict": true,
         "schema": {"type": "object", "additionalProperties": false,
           "properties": {"verdict": {"enum": ["guilty", "not guilty"]}, "count": {"type": "integer"},
-                         "notes": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                         "notes": {"type": "array", "maxItems": 2,
+                                   "items": {"type": "string", "minLength": 2, "maxLength": 8}},
                          "ok": {"type": "boolean"}},
           "required": ["verdict", "count", "notes", "ok"]}}}})";
   // Sent in the schema's order (json, a std::map, would sort the properties).
@@ -2199,6 +2200,11 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   EXPECT_TRUE(verdict["verdict"] == "guilty" || verdict["verdict"] == "not guilty") << verdict;
   EXPECT_TRUE(verdict["count"].is_number_integer()) << verdict;
   EXPECT_TRUE(verdict["notes"].is_array() && verdict["notes"].size() <= 2) << verdict;
+  for (const auto& note : verdict["notes"]) {
+    EXPECT_TRUE(note.is_string() && note.get<std::string>().size() >= 2 &&
+                note.get<std::string>().size() <= 8)
+        << verdict;
+  }
   EXPECT_TRUE(verdict["ok"].is_boolean()) << verdict;
 
   json unsupported = json::parse(schema_request);

@@ -1,6 +1,7 @@
 #include "tools/server/json_grammar.h"
 
 #include "engine/format/utf8.h"
+#include "tools/cli/vocabulary.h"
 
 #include <algorithm>
 #include <array>
@@ -129,8 +130,7 @@ bool JsonGrammar::begin_value(unsigned char byte) {
     case '[':
       return open(id, static_cast<char>(byte));
     case '"':
-      mode_ = Mode::kString;
-      key_ = false;
+      start_string(false, node);
       return true;
     case 't':
     case 'f':
@@ -178,8 +178,7 @@ bool JsonGrammar::key_start(bool may_close, unsigned char byte) {
   const Frame& frame = open_.back();
   const JsonSchema::Node& node = node_of(frame);
   if (!node.closed) {
-    mode_ = Mode::kString;
-    key_ = true;
+    start_string(true, schema_->node(JsonSchema::kAny));
     return true;
   }
   const JsonSchema::Literals& keys = node.keys_from[static_cast<size_t>(frame.next)];
@@ -254,6 +253,7 @@ bool JsonGrammar::string_byte(unsigned char byte) {
   // Mode::kString. UTF-8 as Unicode's table 3-7 allows it: no overlong forms, no surrogates,
   // nothing past U+10FFFF.
   if (byte == '"') {
+    if (characters_ < min_length_) return false;
     if (key_) {  // an object without listed properties: any key, its value of one schema
       Frame& frame = open_.back();
       frame.value = node_of(frame).values;
@@ -264,19 +264,27 @@ bool JsonGrammar::string_byte(unsigned char byte) {
     }
     return true;
   }
+  if (byte < 0x20) return false;  // control characters are escaped
+  const Utf8Lead lead = utf8_lead(byte);
+  if ((byte >= 0x80 && lead.length == 0) || ++characters_ > max_length_) return false;
   if (byte == '\\') {
     mode_ = Mode::kEscape;
     return true;
   }
-  if (byte < 0x20) return false;  // control characters are escaped
   if (byte < 0x80) return true;
-  const Utf8Lead lead = utf8_lead(byte);
-  if (lead.length == 0) return false;
   pending_ = static_cast<int>(lead.length) - 1;
   next_low_ = lead.low;
   next_high_ = lead.high;
   mode_ = Mode::kUtf8;
   return true;
+}
+
+void JsonGrammar::start_string(bool key, const JsonSchema::Node& node) {
+  mode_ = Mode::kString;
+  key_ = key;
+  characters_ = 0;
+  min_length_ = node.min_length;
+  max_length_ = node.max_length;
 }
 
 bool JsonGrammar::number_byte(unsigned char byte) {
@@ -335,27 +343,29 @@ bool JsonGrammar::number_byte(unsigned char byte) {
 
 JsonTokenMask::JsonTokenMask(const std::vector<std::string>& texts, int32_t end_of_text)
     : texts_(texts), end_of_text_(end_of_text) {
-  plain_.reserve(texts.size());
+  plain_characters_.reserve(texts.size());
   for (const std::string& text : texts) {
     const bool printable = std::none_of(text.begin(), text.end(), [](char c) {
       return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
     });
-    plain_.push_back(!text.empty() && printable && invalid_utf8_at(text) == text.size());
+    const bool plain = !text.empty() && printable && invalid_utf8_at(text) == text.size();
+    plain_characters_.push_back(plain ? cli::code_points_starting(text) : -1);
   }
-  if (end_of_text_ >= 0 && static_cast<size_t>(end_of_text_) < plain_.size()) {
-    plain_[static_cast<size_t>(end_of_text_)] = false;
+  if (end_of_text_ >= 0 && static_cast<size_t>(end_of_text_) < plain_characters_.size()) {
+    plain_characters_[static_cast<size_t>(end_of_text_)] = -1;
   }
 }
 
 size_t JsonTokenMask::mask(const JsonGrammar& grammar, float* logits) const {
-  const bool plain_text = grammar.takes_plain_text();
+  const int64_t room = grammar.plain_text_room();
   // Whether the grammar takes each first byte (0: not tried yet): most tokens are refused there.
   std::array<int8_t, 256> first_byte{};
   size_t allowed = 0;
   JsonGrammar trial = grammar;  // assigned for each token tried: its stack's memory is reused
   for (size_t token = 0; token < texts_.size(); ++token) {
     const std::string& text = texts_[token];
-    bool takes = plain_text && plain_[token];
+    const int64_t plain = plain_characters_[token];
+    bool takes = plain >= 0 && plain <= room;
     if (!takes && !text.empty() && static_cast<int64_t>(token) != end_of_text_) {
       int8_t& first = first_byte[static_cast<unsigned char>(text[0])];
       if (first == 0) {

@@ -37,8 +37,11 @@ class JsonGrammar {
   bool push(const std::string& text);
   // The top-level object has closed: nothing may follow.
   bool complete() const { return mode_ == Mode::kDone; }
-  // Inside a string, between characters: any plain text may come (JsonTokenMask).
-  bool takes_plain_text() const { return mode_ == Mode::kString; }
+  // Inside a string, between characters: how many characters of plain text may come
+  // (JsonTokenMask); -1 elsewhere.
+  int64_t plain_text_room() const {
+    return mode_ == Mode::kString ? max_length_ - characters_ : -1;
+  }
 
  private:
   enum class Mode : uint8_t {
@@ -79,6 +82,7 @@ class JsonGrammar {
   void value_done();
   bool key_start(bool may_close, unsigned char byte);
   bool may_close_object() const;
+  void start_string(bool key, const JsonSchema::Node& node);
   bool string_byte(unsigned char byte);
   bool number_byte(unsigned char byte);
   void start_literals(const JsonSchema::Literals& literals);
@@ -97,8 +101,10 @@ class JsonGrammar {
   const char* literal_ = nullptr;  // the rest of true, false or null to come
   const JsonSchema::Literals* literals_ = nullptr;
   int32_t lo_ = 0, hi_ = 0, matched_ = 0;  // literals_[lo_, hi_) agree with matched_ bytes
-  int pending_ = 0;                        // hex digits or UTF-8 continuation bytes still to come
-  int digits_ = 0;                         // of the number's integer part, or of its exponent
+  // The string being read: its characters so far, and the schema's bounds (none for a key).
+  int64_t characters_ = 0, min_length_ = 0, max_length_ = 0;
+  int pending_ = 0;  // hex digits or UTF-8 continuation bytes still to come
+  int digits_ = 0;   // of the number's integer part, or of its exponent
   unsigned char next_low_ = 0x80, next_high_ = 0xBF;  // the next UTF-8 continuation byte's range
   // The whitespace since the last token of JSON: 0 none, -1 a space, n > 0 a newline and n - 1
   // bytes of indentation.
@@ -123,7 +129,7 @@ class JsonTokenMask {
  private:
   const std::vector<std::string>& texts_;
   int64_t end_of_text_;
-  std::vector<bool> plain_;
+  std::vector<int64_t> plain_characters_;  // of a token of plain text; -1: not plain text
 };
 
 }  // namespace aft::server

@@ -105,8 +105,8 @@ class JsonSchema::Compiler {
             });
         if (count > 1) {
           throw refused(where,
-                        "anyOf's alternatives must be told apart by their first byte; two may "
-                        "begin with '" +
+                        "anyOf's or oneOf's alternatives must be told apart by their first byte; "
+                        "two may begin with '" +
                             std::string(1, *byte) + "'");
         }
       }
@@ -158,10 +158,11 @@ class JsonSchema::Compiler {
     if (schema.is_boolean() && schema.get<bool>()) return out_.node(kAny);
     if (!schema.is_object())
       throw refused(where, "expected a schema object, found " + schema.dump());
-    if (schema.contains("anyOf")) {
+    for (const char* combined : {"anyOf", "oneOf", "allOf"}) {
+      if (!schema.contains(combined)) continue;
       for (const auto& [key, value] : schema.items()) {
-        if (key != "anyOf" && !is_annotation(key)) {
-          throw refused(where, "\"" + key + "\" beside \"anyOf\" is not supported");
+        if (key != combined && !is_annotation(key)) {
+          throw refused(where, "\"" + key + "\" beside \"" + combined + "\" is not supported");
         }
       }
     }
@@ -180,8 +181,13 @@ class JsonSchema::Compiler {
           texts.emplace_back(choice.dump(-1, ' ', false, ordered_json::error_handler_t::strict), 0);
         }
         node.literals = sorted_literals(std::move(texts));
-      } else if (key == "anyOf") {
+      } else if (key == "anyOf" || key == "oneOf" || key == "allOf") {
+        // Alternatives told apart by their first byte exclude each other: oneOf is anyOf. allOf
+        // of one schema (Pydantic's {"allOf": [{"$ref": ...}], "description": ...}) is it.
         if (!value.is_array() || value.empty()) throw refused(at, "expected a non-empty array");
+        if (key == "allOf" && value.size() > 1) {
+          throw refused(at, "allOf of more than one schema is not supported");
+        }
         for (size_t i = 0; i < value.size(); ++i) {
           node.alternatives.push_back(compile(value[i], at + "[" + std::to_string(i) + "]"));
         }
@@ -208,11 +214,16 @@ class JsonSchema::Compiler {
         node.min_items = count_field(value, at);
       } else if (key == "maxItems") {
         node.max_items = count_field(value, at);
+      } else if (key == "minLength") {
+        node.min_length = count_field(value, at);
+      } else if (key == "maxLength") {
+        node.max_length = count_field(value, at);
       } else {
         throw refused(at, "\"" + key + "\" is not supported by aft-server (docs/server.md)");
       }
     }
     if (node.min_items > node.max_items) throw refused(where, "minItems exceeds maxItems");
+    if (node.min_length > node.max_length) throw refused(where, "minLength exceeds maxLength");
     if (schema.contains("required")) mark_required(node, schema["required"], where + ".required");
     // With properties, only they are written (a subset of what additionalProperties allows).
     if (!node.properties.empty()) node.closed = true;

@@ -45,7 +45,8 @@ class JsonSchema {
   struct Node {
     uint8_t types = kAnyType;
     Literals literals;  // enum or const, as compact JSON; none: any value of the types
-    // Values that begin with distinct bytes of other types (anyOf): the node for each.
+    // Values that begin with distinct bytes (anyOf, oneOf; allOf of one schema): the node of
+    // each.
     std::vector<int32_t> alternatives;
     // Objects. closed: only the properties, in their order (any of them may be left out unless
     // required); otherwise any key, each value of node `values`.
@@ -57,6 +58,9 @@ class JsonSchema {
     int32_t items = kAny;
     int64_t min_items = 0;
     int64_t max_items = std::numeric_limits<int64_t>::max();
+    // Strings, in characters (code points; an escape is one).
+    int64_t min_length = 0;
+    int64_t max_length = std::numeric_limits<int64_t>::max();
   };
 
   static constexpr int32_t kAny = 0;  // the node of any JSON value
