@@ -161,12 +161,13 @@ bool accepted_whole(const server::JsonSchema& schema, const std::string& text) {
   return grammar.complete();
 }
 
-// A verdict: every JSON type, an enum, an array's bound, a string's, a $ref and an anyOf.
+// A verdict: every JSON type, an enum, an array's bound, a string's, an integer's, a $ref and an
+// anyOf.
 const char kVerdictSchema[] = R"({
   "type": "object",
   "properties": {
     "verdict": {"enum": ["guilty", "not guilty", 12, 1]},
-    "count": {"type": "integer"},
+    "count": {"type": "integer", "minimum": -20, "maximum": 300},
     "score": {"type": "number", "description": "ignored"},
     "notes": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 1,
               "maxItems": 2},
@@ -195,6 +196,8 @@ TEST(JsonSchema, TheGrammarWritesOnlyTheSchemasShape) {
       R"({"verdict": "guilty", "count": 1.5)",  // not an integer
       R"({"verdict": "guilty", "count": 1e3)",  //
       R"({"verdict": "guilty", "count": "1")",  //
+      R"({"verdict": "guilty", "count": 301)",  // maximum
+      R"({"verdict": "guilty", "count": -21)",  // minimum
       R"({"verdict": "guilty", "count": 1})",   // required ones left
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": [])",           // minItems
       R"({"verdict": "guilty", "count": 1, "score": 1, "notes": ["a", "b", )",  // maxItems
@@ -253,6 +256,33 @@ TEST(JsonSchema, StringLengthsCountCharacters) {
   EXPECT_FALSE(accepted_whole(*values, R"({"k":"xy"})"));
 }
 
+// Integer bounds are kept digit by digit: a number is refused as soon as no ending of it is
+// within them, so the grammar never leads into a dead end.
+TEST(JsonSchema, IntegerBoundsHoldAtEveryDigit) {
+  const auto schema = compile(R"({"type": "object", "properties": {
+      "n": {"type": "integer", "minimum": -5, "maximum": 120},
+      "m": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10.5},
+      "k": {"type": "integer", "minimum": 100, "maximum": 1e30}},
+      "required": ["n", "m", "k"]})");
+  for (const char* text : {R"({"n":-5,"m":1,"k":100})", R"({"n":0,"m":10,"k":999})",
+                           R"({"n":-0,"m":5,"k":123456789012345678})", R"({"n":120,"m":7,"k":100})",
+                           R"({"n":12,"m":9,"k":200})"}) {
+    EXPECT_TRUE(accepted_whole(*schema, text)) << text;
+  }
+  for (const char* text :
+       {R"({"n":-6)", R"({"n":121)", R"({"n":130)", R"({"n":1200)", R"({"n":-10)",
+        R"({"n":0,"m":0)", R"({"n":0,"m":11)", R"({"n":0,"m":-1)", R"({"n":0,"m":1,"k":-)",
+        R"({"n":0,"m":1,"k":0)", R"({"n":0,"m":1,"k":99})"}) {
+    EXPECT_FALSE(JsonGrammar(*schema).push(text)) << text;
+  }
+  // 10 is not above 10: the digits stay, but the number may not end there.
+  JsonGrammar grammar(*schema);
+  EXPECT_TRUE(grammar.push(R"({"n":0,"m":1,"k":10)"));
+  EXPECT_FALSE(JsonGrammar(grammar).push("}"));
+  EXPECT_TRUE(grammar.push("0}"));
+  EXPECT_TRUE(grammar.complete());
+}
+
 // oneOf is anyOf (alternatives told apart by their first byte exclude each other); allOf of one
 // schema is that schema, as Pydantic writes a described reference.
 TEST(JsonSchema, OneOfAndAllOfOfOne) {
@@ -271,7 +301,7 @@ TEST(JsonSchema, WhatItCannotEnforceIsRefused) {
       {R"({"type": "array"})", "root"},
       {R"({"enum": [{}]})", "root"},
       {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})", "pattern"},
-      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})", "minimum"},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}})", "minimum"},
       {R"({"type": "object", "properties": {"a": {"type": "strin"}}})", "strin"},
       {R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})", "\"b\""},
       {R"({"type": "object", "properties": {"a": {"anyOf": [{"type": "integer"},
@@ -287,6 +317,13 @@ TEST(JsonSchema, WhatItCannotEnforceIsRefused) {
        "minLength"},
       {R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": -1}}})",
        "maxLength"},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "maximum": 1}}})",
+       "integer\"} only"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 1.5,
+           "maximum": 1.9}}})",
+       "no integer"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": "1"}}})",
+       "minimum: expected a number"},
       {R"({"type": "object", "properties": {"a": {"allOf": [{"type": "string"},
            {"maxLength": 2}]}}})",
        "allOf of more than one"},
@@ -335,8 +372,10 @@ bool is_verdict(const nlohmann::ordered_json& value) {
   const auto& judge = value["judge"];
   const bool judge_ok = judge.is_null() || (judge.is_object() && judge.size() == 1 &&
                                             judge.contains("name") && judge["name"].is_string());
-  return verdict_ok && value["count"].is_number_integer() && value["score"].is_number() &&
-         notes_ok && judge_ok && (value["ok"].is_boolean() || value["ok"].is_null());
+  const auto& count = value["count"];
+  return verdict_ok && count.is_number_integer() && count >= -20 && count <= 300 &&
+         value["score"].is_number() && notes_ok && judge_ok &&
+         (value["ok"].is_boolean() || value["ok"].is_null());
 }
 
 // Random walks through the schema's grammar: every text that closes is a verdict.

@@ -2180,7 +2180,8 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   const std::string schema_request = R"({"prompt": "The jury said", "max_tokens": 400, "seed": 3,
       "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "strict": true,
         "schema": {"type": "object", "additionalProperties": false,
-          "properties": {"verdict": {"enum": ["guilty", "not guilty"]}, "count": {"type": "integer"},
+          "properties": {"verdict": {"enum": ["guilty", "not guilty"]},
+                         "count": {"type": "integer", "minimum": 1, "maximum": 12},
                          "notes": {"type": "array", "maxItems": 2,
                                    "items": {"type": "string", "minLength": 2, "maxLength": 8}},
                          "ok": {"type": "boolean"}},
@@ -2198,7 +2199,9 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   for (const auto& item : verdict.items()) keys.push_back(item.key());
   EXPECT_EQ(keys, std::vector<std::string>({"verdict", "count", "notes", "ok"})) << verdict;
   EXPECT_TRUE(verdict["verdict"] == "guilty" || verdict["verdict"] == "not guilty") << verdict;
-  EXPECT_TRUE(verdict["count"].is_number_integer()) << verdict;
+  EXPECT_TRUE(verdict["count"].is_number_integer() && verdict["count"] >= 1 &&
+              verdict["count"] <= 12)
+      << verdict;
   EXPECT_TRUE(verdict["notes"].is_array() && verdict["notes"].size() <= 2) << verdict;
   for (const auto& note : verdict["notes"]) {
     EXPECT_TRUE(note.is_string() && note.get<std::string>().size() >= 2 &&
@@ -2208,11 +2211,11 @@ TEST(Server, JsonObjectResponsesAreObjects) {
   EXPECT_TRUE(verdict["ok"].is_boolean()) << verdict;
 
   json unsupported = json::parse(schema_request);
-  unsupported["response_format"]["json_schema"]["schema"]["properties"]["count"]["minimum"] = 0;
+  unsupported["response_format"]["json_schema"]["schema"]["properties"]["count"]["pattern"] = "1";
   const Reply refused_schema = complete(server, unsupported);
   EXPECT_EQ(refused_schema.status, 400);
   EXPECT_EQ(refused_schema.body["error"]["param"], "response_format");
-  EXPECT_NE(refused_schema.body["error"]["message"].get<std::string>().find("minimum"),
+  EXPECT_NE(refused_schema.body["error"]["message"].get<std::string>().find("pattern"),
             std::string::npos)
       << refused_schema.body;
 

@@ -146,7 +146,12 @@ bool JsonGrammar::begin_value(unsigned char byte) {
   integer_ = (node.types & JsonSchema::kNumber) == 0;
   mode_ = Mode::kNumber;
   digits_ = 1;  // the first digit (or the sign)
-  return true;
+  negative_ = byte == '-';
+  magnitude_ = negative_ ? 0 : byte - '0';
+  magnitude_digits_ = negative_ ? 0 : 1;
+  minimum_ = node.minimum;
+  maximum_ = node.maximum;
+  return !integer_ || integer_in_reach(false);
 }
 
 bool JsonGrammar::open(int32_t node, char container) {
@@ -294,11 +299,17 @@ bool JsonGrammar::number_byte(unsigned char byte) {
     case NumberPart::kMinus:
       if (!digit) return false;
       number_ = byte == '0' ? NumberPart::kZero : NumberPart::kInt;
-      return true;
+      magnitude_ = byte - '0';
+      magnitude_digits_ = 1;
+      return !integer_ || integer_in_reach(false);
     case NumberPart::kZero:
     case NumberPart::kInt:
       if (digit && number_ == NumberPart::kInt) {
-        return ++digits_ <= (integer_ ? kMaxIntegerTypeDigits : kMaxIntegerDigits);
+        if (!integer_) return ++digits_ <= kMaxIntegerDigits;
+        if (++digits_ > kMaxIntegerTypeDigits) return false;
+        magnitude_ = magnitude_ * 10 + (byte - '0');
+        ++magnitude_digits_;
+        return integer_in_reach(false);
       }
       if (integer_) break;  // '.' or 'e' then follows the integer: refused as what follows
       if (byte == '.') {
@@ -337,8 +348,27 @@ bool JsonGrammar::number_byte(unsigned char byte) {
       break;
   }
   // A byte that ends a complete number belongs to what follows it.
+  if (integer_ && !integer_in_reach(true)) return false;
   value_done();
   return push(byte);
+}
+
+bool JsonGrammar::integer_in_reach(bool ended) const {
+  const auto meets = [this](int64_t low, int64_t high) {  // magnitudes in [low, high]
+    const int64_t from = negative_ ? -high : low;
+    const int64_t to = negative_ ? -low : high;
+    return from <= maximum_ && to >= minimum_;
+  };
+  constexpr int64_t kLargest = 999'999'999'999'999'999;   // kMaxIntegerTypeDigits nines
+  if (magnitude_digits_ == 0) return meets(0, kLargest);  // "-"
+  if (ended || magnitude_ == 0) return meets(magnitude_, magnitude_);
+  // More digits may come: each adds a decimal place to the magnitudes within reach.
+  int64_t scale = 1;
+  for (int digits = magnitude_digits_;; ++digits) {
+    if (meets(magnitude_ * scale, magnitude_ * scale + scale - 1)) return true;
+    if (digits == kMaxIntegerTypeDigits) return false;
+    scale *= 10;
+  }
 }
 
 JsonTokenMask::JsonTokenMask(const std::vector<std::string>& texts, int32_t end_of_text)

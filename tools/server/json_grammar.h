@@ -85,6 +85,8 @@ class JsonGrammar {
   void start_string(bool key, const JsonSchema::Node& node);
   bool string_byte(unsigned char byte);
   bool number_byte(unsigned char byte);
+  // Whether an integer that begins as read so far may still end within minimum_ and maximum_.
+  bool integer_in_reach(bool whole) const;
   void start_literals(const JsonSchema::Literals& literals);
   // Narrows the literals that agree with the bytes so far to those that go on with byte.
   bool narrow(unsigned char byte);
@@ -97,7 +99,11 @@ class JsonGrammar {
   std::vector<Frame> open_;  // innermost last
   bool key_ = false;         // the string being read is an object's key
   NumberPart number_ = NumberPart::kMinus;
-  bool integer_ = false;           // the number must be an integer
+  bool integer_ = false;  // the number must be an integer: its sign, digits so far and bounds
+  bool negative_ = false;
+  int64_t magnitude_ = 0;
+  int magnitude_digits_ = 0;
+  int64_t minimum_ = 0, maximum_ = 0;
   const char* literal_ = nullptr;  // the rest of true, false or null to come
   const JsonSchema::Literals* literals_ = nullptr;
   int32_t lo_ = 0, hi_ = 0, matched_ = 0;  // literals_[lo_, hi_) agree with matched_ bytes

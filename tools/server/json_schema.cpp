@@ -1,6 +1,7 @@
 #include "tools/server/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -73,6 +74,19 @@ int64_t count_field(const ordered_json& value, const std::string& where) {
     throw refused(where, "expected a non-negative integer, found " + value.dump());
   }
   return value.get<int64_t>();
+}
+
+// A bound of an integer as an inclusive one: exclusive ones step past, fractions round inwards.
+// Clamped to what an integer of the grammar's 18 digits can reach, so that it fits an int64_t.
+int64_t integer_bound(const std::string& key, const ordered_json& value, const std::string& where) {
+  if (!value.is_number()) throw refused(where, "expected a number, found " + value.dump());
+  const double limit = 1e18;
+  const double v = std::max(-limit, std::min(limit, value.get<double>()));
+  const bool lower = key == "minimum" || key == "exclusiveMinimum";
+  const bool exclusive = key.rfind("exclusive", 0) == 0;
+  const double rounded = lower ? std::ceil(v) : std::floor(v);
+  const double step = exclusive && rounded == v ? (lower ? 1 : -1) : 0;
+  return static_cast<int64_t>(rounded + step);
 }
 
 }  // namespace
@@ -214,6 +228,10 @@ class JsonSchema::Compiler {
         node.min_items = count_field(value, at);
       } else if (key == "maxItems") {
         node.max_items = count_field(value, at);
+      } else if (key == "minimum" || key == "exclusiveMinimum") {
+        node.minimum = std::max(node.minimum, integer_bound(key, value, at));
+      } else if (key == "maximum" || key == "exclusiveMaximum") {
+        node.maximum = std::min(node.maximum, integer_bound(key, value, at));
       } else if (key == "minLength") {
         node.min_length = count_field(value, at);
       } else if (key == "maxLength") {
@@ -224,6 +242,12 @@ class JsonSchema::Compiler {
     }
     if (node.min_items > node.max_items) throw refused(where, "minItems exceeds maxItems");
     if (node.min_length > node.max_length) throw refused(where, "minLength exceeds maxLength");
+    const bool bounded = node.minimum != std::numeric_limits<int64_t>::min() ||
+                         node.maximum != std::numeric_limits<int64_t>::max();
+    if (bounded && node.types != kInteger) {
+      throw refused(where, "minimum and maximum are supported on {\"type\": \"integer\"} only");
+    }
+    if (node.minimum > node.maximum) throw refused(where, "no integer lies within the bounds");
     if (schema.contains("required")) mark_required(node, schema["required"], where + ".required");
     // With properties, only they are written (a subset of what additionalProperties allows).
     if (!node.properties.empty()) node.closed = true;

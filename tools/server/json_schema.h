@@ -58,6 +58,9 @@ class JsonSchema {
     int32_t items = kAny;
     int64_t min_items = 0;
     int64_t max_items = std::numeric_limits<int64_t>::max();
+    // Integers (minimum, maximum and their exclusive forms, as inclusive integer bounds).
+    int64_t minimum = std::numeric_limits<int64_t>::min();
+    int64_t maximum = std::numeric_limits<int64_t>::max();
     // Strings, in characters (code points; an escape is one).
     int64_t min_length = 0;
     int64_t max_length = std::numeric_limits<int64_t>::max();
