@@ -148,7 +148,6 @@ bool JsonGrammar::begin_value(unsigned char byte) {
   digits_ = 1;  // the first digit (or the sign)
   negative_ = byte == '-';
   magnitude_ = negative_ ? 0 : byte - '0';
-  magnitude_digits_ = negative_ ? 0 : 1;
   minimum_ = node.minimum;
   maximum_ = node.maximum;
   return !integer_ || integer_in_reach(false);
@@ -300,7 +299,6 @@ bool JsonGrammar::number_byte(unsigned char byte) {
       if (!digit) return false;
       number_ = byte == '0' ? NumberPart::kZero : NumberPart::kInt;
       magnitude_ = byte - '0';
-      magnitude_digits_ = 1;
       return !integer_ || integer_in_reach(false);
     case NumberPart::kZero:
     case NumberPart::kInt:
@@ -308,7 +306,6 @@ bool JsonGrammar::number_byte(unsigned char byte) {
         if (!integer_) return ++digits_ <= kMaxIntegerDigits;
         if (++digits_ > kMaxIntegerTypeDigits) return false;
         magnitude_ = magnitude_ * 10 + (byte - '0');
-        ++magnitude_digits_;
         return integer_in_reach(false);
       }
       if (integer_) break;  // '.' or 'e' then follows the integer: refused as what follows
@@ -359,12 +356,12 @@ bool JsonGrammar::integer_in_reach(bool ended) const {
     const int64_t to = negative_ ? -low : high;
     return from <= maximum_ && to >= minimum_;
   };
-  constexpr int64_t kLargest = 999'999'999'999'999'999;   // kMaxIntegerTypeDigits nines
-  if (magnitude_digits_ == 0) return meets(0, kLargest);  // "-"
+  constexpr int64_t kLargest = 999'999'999'999'999'999;          // kMaxIntegerTypeDigits nines
+  if (number_ == NumberPart::kMinus) return meets(0, kLargest);  // "-": any magnitude to come
   if (ended || magnitude_ == 0) return meets(magnitude_, magnitude_);
   // More digits may come: each adds a decimal place to the magnitudes within reach.
   int64_t scale = 1;
-  for (int digits = magnitude_digits_;; ++digits) {
+  for (int digits = digits_;; ++digits) {  // an integer's digits_ are its magnitude's
     if (meets(magnitude_ * scale, magnitude_ * scale + scale - 1)) return true;
     if (digits == kMaxIntegerTypeDigits) return false;
     scale *= 10;

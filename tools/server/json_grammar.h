@@ -102,7 +102,6 @@ class JsonGrammar {
   bool integer_ = false;  // the number must be an integer: its sign, digits so far and bounds
   bool negative_ = false;
   int64_t magnitude_ = 0;
-  int magnitude_digits_ = 0;
   int64_t minimum_ = 0, maximum_ = 0;
   const char* literal_ = nullptr;  // the rest of true, false or null to come
   const JsonSchema::Literals* literals_ = nullptr;
