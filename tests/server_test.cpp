@@ -1852,13 +1852,15 @@ TEST(Server, AClientGoneFreesANonStreamedRequestsPlaceInTheQueue) {
   {
     RawClient queued(server.port());
     ASSERT_TRUE(send_completion(queued, 4));
-    // Queued once a further request is refused for want of a place.
-    bool refused = false;
-    for (int i = 0; i < 100 && !refused; ++i) {
-      refused = complete(server, {{"prompt", "a"}, {"max_tokens", 1}}).status == 503;
-      if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Wait for it to be queued: a request sent before it has been read would take its place (the
+    // server's threads may read a later connection first).
+    bool in_queue = false;
+    for (int i = 0; i < 2400 && !in_queue; ++i) {
+      in_queue = metric(server, "aft_queue_depth") == 1;
+      if (!in_queue) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ASSERT_TRUE(refused) << server.log();
+    ASSERT_TRUE(in_queue) << server.log();
+    ASSERT_EQ(complete(server, {{"prompt", "a"}, {"max_tokens", 1}}).status, 503) << server.log();
   }
   bool dropped = false;
   for (int i = 0; i < 600 && !dropped; ++i) {
