@@ -123,16 +123,22 @@ template <class A, class C, std::size_t G, std::size_t V>
   constexpr std::size_t R = G * P;  // row registers
   const std::size_t group_stride = kGroupRows * row_values;
   const std::size_t steps = C::steps(cols);
+  // Every loop over acc's vectors after the steps is unrolled: one left rolled indexes acc by a
+  // variable, and GCC 12 then keeps every accumulator on the stack, in the steps too (a load and
+  // a store per multiply-add).
   B acc[R][V];
   for (std::size_t i = 0; i < R; ++i) {
     for (std::size_t j = 0; j < V; ++j) acc[i][j] = B(0.0f);
   }
   // The weight is pinned to a register: left to itself, GCC folds its load into every
-  // multiply-add (a load per product).
+  // multiply-add (a load per product). Pinned as a local: pinned in the array, it was also stored
+  // to the stack at every step.
   const auto load = [&](std::size_t s, typename C::W* wv) {
     for (std::size_t i = 0; i < R; ++i) {
-      wv[i] = C::load(w + i / P * group_stride + s * C::kStepValues + i % P * L * C::kLaneValues);
-      keep_in_register(wv[i]);
+      typename C::W v =
+          C::load(w + i / P * group_stride + s * C::kStepValues + i % P * L * C::kLaneValues);
+      keep_in_register(v);
+      wv[i] = v;
     }
   };
   for (std::size_t s = 0; s < steps; ++s) {
@@ -148,12 +154,14 @@ template <class A, class C, std::size_t G, std::size_t V>
     if (C::has_tail(cols)) {
       typename C::W wv[R];
       load(steps, wv);
+#pragma GCC unroll 64
       for (std::size_t j = 0; j < V; ++j) {
         const typename C::X xv = C::tail_x(x + j * x_stride, steps);
         for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::tail_madd(wv[i], xv, acc[i][j]);
       }
     }
   }
+#pragma GCC unroll 64
   for (std::size_t j = 0; j < V; ++j) {
     float* out = y + j * y_stride;
     if (rows == R * L) {
