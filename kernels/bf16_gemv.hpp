@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -41,11 +42,21 @@ template <class A>
   keep_in_register(v.odd);
 }
 
+// u's bits as floats. On NEON the intrinsic itself: xsimd 11's bitwise_cast there calls a
+// function per cast that GCC 12 leaves out of line in the GEMV's steps, spilling its accumulators.
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> float_bits(
+    const xsimd::batch<uint32_t, A>& u) {
+#if XSIMD_WITH_NEON64
+  if constexpr (std::is_same<A, xsimd::neon64>::value) return vreinterpretq_f32_u32(u.data);
+#endif
+  return xsimd::bitwise_cast<xsimd::batch<float, A>>(u);
+}
+
 template <class A>
 [[gnu::always_inline]] inline WidenedPairs<A> widen_pairs(const xsimd::batch<uint32_t, A>& pairs) {
-  using B = xsimd::batch<float, A>;
   using U = xsimd::batch<uint32_t, A>;
-  return {xsimd::bitwise_cast<B>(pairs << 16), xsimd::bitwise_cast<B>(pairs & U(0xffff0000u))};
+  return {float_bits<A>(pairs << 16), float_bits<A>(pairs & U(0xffff0000u))};
 }
 
 // What the bf16 policies share: the layout (group_gemv.hpp describes the members).
@@ -68,7 +79,7 @@ struct Bf16Widened : Bf16Layout {
   using W = WidenedPairs<A>;
   using X = WidenedPairs<A>;
   static constexpr std::size_t kFloatsPerW = 2, kFloatsPerX = 3;
-  static W load(const uint16_t* at) {
+  [[gnu::always_inline]] static W load(const uint16_t* at) {
     return widen_pairs<A>(U::load_unaligned(reinterpret_cast<const uint32_t*>(at)));
   }
 };
@@ -83,12 +94,16 @@ struct Bf16Columns : Bf16Widened<A> {
   static constexpr bool kTail = true;
   static std::size_t steps(std::size_t cols) { return cols / 2; }
   static bool has_tail(std::size_t cols) { return cols % 2 != 0; }
-  static X load_x(const float* x, std::size_t s) { return {B(x[2 * s]), B(x[2 * s + 1])}; }
-  static B madd(const W& w, const X& x, const B& acc) {
+  [[gnu::always_inline]] static X load_x(const float* x, std::size_t s) {
+    return {B(x[2 * s]), B(x[2 * s + 1])};
+  }
+  [[gnu::always_inline]] static B madd(const W& w, const X& x, const B& acc) {
     return fused_multiply_add(w.odd, x.odd, fused_multiply_add(w.even, x.even, acc));
   }
-  static X tail_x(const float* x, std::size_t s) { return {B(x[2 * s]), B(0.0f)}; }
-  static B tail_madd(const W& w, const X& x, const B& acc) {
+  [[gnu::always_inline]] static X tail_x(const float* x, std::size_t s) {
+    return {B(x[2 * s]), B(0.0f)};
+  }
+  [[gnu::always_inline]] static B tail_madd(const W& w, const X& x, const B& acc) {
     return fused_multiply_add(w.even, x.even, acc);
   }
 };
@@ -112,10 +127,10 @@ struct Bf16PairColumns : Bf16Widened<A> {
   using X = WidenedPairs<A>;
   static constexpr bool kTail = false;
   static std::size_t steps(std::size_t cols) { return (cols + 1) / 2; }
-  static X load_x(const uint16_t* xb, std::size_t s) {
+  [[gnu::always_inline]] static X load_x(const uint16_t* xb, std::size_t s) {
     return widen_pairs<A>(U(bf16_pair<A>(xb, s)));
   }
-  static B madd(const W& w, const X& x, const B& acc) {
+  [[gnu::always_inline]] static B madd(const W& w, const X& x, const B& acc) {
     return fused_multiply_add(w.even, x.even, fused_multiply_add(w.odd, x.odd, acc));
   }
 };
@@ -133,13 +148,13 @@ struct Bf16PairColumns<xsimd::avx512dq> : Bf16Layout {
   static constexpr bool kTail = false;
   static constexpr std::size_t kFloatsPerW = 1, kFloatsPerX = 1;
   static std::size_t steps(std::size_t cols) { return (cols + 1) / 2; }
-  static W load(const uint16_t* at) {
+  [[gnu::always_inline]] static W load(const uint16_t* at) {
     return U::load_unaligned(reinterpret_cast<const uint32_t*>(at));
   }
-  static X load_x(const uint16_t* xb, std::size_t s) {
+  [[gnu::always_inline]] static X load_x(const uint16_t* xb, std::size_t s) {
     return U(bf16_pair<xsimd::avx512dq>(xb, s));
   }
-  static B madd(const W& w, const X& x, const B& acc) {
+  [[gnu::always_inline]] static B madd(const W& w, const X& x, const B& acc) {
     return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(w.data),
                             reinterpret_cast<__m512bh>(x.data));
   }

@@ -71,9 +71,11 @@ struct F32Columns {
   static constexpr std::size_t kGroupsAlone = 1;
   static std::size_t steps(std::size_t cols) { return cols; }
   static std::size_t row_values(std::size_t cols) { return cols; }
-  static W load(const float* at) { return B::load_unaligned(at); }
-  static X load_x(const float* x, std::size_t s) { return B(x[s]); }
-  static B madd(const W& w, const X& x, const B& acc) { return fused_multiply_add(w, x, acc); }
+  [[gnu::always_inline]] static W load(const float* at) { return B::load_unaligned(at); }
+  [[gnu::always_inline]] static X load_x(const float* x, std::size_t s) { return B(x[s]); }
+  [[gnu::always_inline]] static B madd(const W& w, const X& x, const B& acc) {
+    return fused_multiply_add(w, x, acc);
+  }
 };
 
 // Groups per pass and vectors per block. AVX-512 (measured on a Zen 4 with f32 weights,
@@ -123,17 +125,20 @@ template <class A, class C, std::size_t G, std::size_t V>
   constexpr std::size_t R = G * P;  // row registers
   const std::size_t group_stride = kGroupRows * row_values;
   const std::size_t steps = C::steps(cols);
-  // Every loop over acc's vectors after the steps is unrolled: one left rolled indexes acc by a
-  // variable, and GCC 12 then keeps every accumulator on the stack, in the steps too (a load and
-  // a store per multiply-add).
+  // Every loop over the block's registers is unrolled: where one stayed rolled (GCC 12: after the
+  // steps on AVX2 and AVX-512, in the steps on NEON), it indexed acc by a variable and every
+  // accumulator was kept on the stack (a load and a store per multiply-add).
   B acc[R][V];
+#pragma GCC unroll 64
   for (std::size_t i = 0; i < R; ++i) {
+#pragma GCC unroll 64
     for (std::size_t j = 0; j < V; ++j) acc[i][j] = B(0.0f);
   }
   // The weight is pinned to a register: left to itself, GCC folds its load into every
   // multiply-add (a load per product). Pinned as a local: pinned in the array, it was also stored
   // to the stack at every step.
   const auto load = [&](std::size_t s, typename C::W* wv) {
+#pragma GCC unroll 64
     for (std::size_t i = 0; i < R; ++i) {
       typename C::W v =
           C::load(w + i / P * group_stride + s * C::kStepValues + i % P * L * C::kLaneValues);
@@ -145,8 +150,10 @@ template <class A, class C, std::size_t G, std::size_t V>
     next.step();
     typename C::W wv[R];
     load(s, wv);
+#pragma GCC unroll 64
     for (std::size_t j = 0; j < V; ++j) {
       const typename C::X xv = C::load_x(x + j * x_stride, s);
+#pragma GCC unroll 64
       for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::madd(wv[i], xv, acc[i][j]);
     }
   }
@@ -157,6 +164,7 @@ template <class A, class C, std::size_t G, std::size_t V>
 #pragma GCC unroll 64
       for (std::size_t j = 0; j < V; ++j) {
         const typename C::X xv = C::tail_x(x + j * x_stride, steps);
+#pragma GCC unroll 64
         for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::tail_madd(wv[i], xv, acc[i][j]);
       }
     }
@@ -165,6 +173,7 @@ template <class A, class C, std::size_t G, std::size_t V>
   for (std::size_t j = 0; j < V; ++j) {
     float* out = y + j * y_stride;
     if (rows == R * L) {
+#pragma GCC unroll 64
       for (std::size_t i = 0; i < R; ++i) {
         const B sum = bias ? acc[i][j] + B::load_unaligned(bias + i * L) : acc[i][j];
         sum.store_unaligned(out + i * L);
@@ -172,6 +181,7 @@ template <class A, class C, std::size_t G, std::size_t V>
       continue;
     }
     alignas(A::alignment()) float sums[R * L];
+#pragma GCC unroll 64
     for (std::size_t i = 0; i < R; ++i) acc[i][j].store_aligned(sums + i * L);
     for (std::size_t r = 0; r < rows; ++r) out[r] = bias ? sums[r] + bias[r] : sums[r];
   }
