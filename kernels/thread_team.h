@@ -115,8 +115,8 @@ class ThreadTeam {
 };
 
 // Runs body(part) for every part in [0, parts) on up to `threads` threads of this thread's team,
-// each thread a contiguous range of parts. What body throws reaches the caller after every part
-// ran (the first exception, if several).
+// each thread claiming the next part as it finishes one (a nested call: this thread, in order).
+// What body throws reaches the caller after every part ran (the first exception, if several).
 template <class Body>
 void parallel_parts(std::size_t parts, int threads, const Body& body) {
   const std::size_t size =
@@ -126,10 +126,13 @@ void parallel_parts(std::size_t parts, int threads, const Body& body) {
     return;
   }
   FirstException error;
-  ThreadTeam::of_this_thread().run(static_cast<int>(size), [&](TeamMember member) {
-    // A team smaller than asked (a nested call) shares the same parts out over fewer threads.
+  std::atomic<std::size_t> next{0};
+  ThreadTeam::of_this_thread().run(static_cast<int>(size), [&](TeamMember) {
     error.run([&] {
-      for (std::size_t p = member.share_begin(parts); p < member.share_end(parts); ++p) body(p);
+      for (std::size_t p = next.fetch_add(1, std::memory_order_relaxed); p < parts;
+           p = next.fetch_add(1, std::memory_order_relaxed)) {
+        body(p);
+      }
     });
   });
   error.rethrow();

@@ -1,5 +1,6 @@
 // The thread team (kernels/thread_team.h): every member runs once with its own id, the barrier
-// orders what members wrote before it, nested runs stay on their thread, errors reach the caller,
+// orders what members wrote before it, nested runs stay on their thread, a free thread claims the
+// parts a busy one has not, errors reach the caller,
 // and waiting threads give their core away instead of spinning.
 #include "kernels/thread_team.h"
 
@@ -83,6 +84,25 @@ TEST(ThreadTeam, ParallelPartsCoversEveryPartOnceAtAnyThreadCount) {
   }
 }
 
+TEST(ThreadTeam, AFreeThreadRunsThePartsASlowOneHasNotClaimed) {
+  // The first part claimed waits until every other part has run: only the other thread can run
+  // them (the deadline keeps a regression from hanging the suite).
+  std::atomic<int> others{0};
+  std::atomic<bool> first{true};
+  parallel_parts(8, 2, [&](std::size_t) {
+    if (first.exchange(false)) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (others.load() < 7 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      EXPECT_EQ(others.load(), 7);
+    } else {
+      others.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(others.load(), 7);
+}
+
 TEST(ThreadTeam, FirstErrorReachesTheCallerAfterEveryPartRan) {
   std::atomic<int> ran{0};
   EXPECT_THROW(parallel_parts(16, 4,
@@ -91,8 +111,8 @@ TEST(ThreadTeam, FirstErrorReachesTheCallerAfterEveryPartRan) {
                                 if (p == 5) throw std::runtime_error("part 5");
                               }),
                std::runtime_error);
-  // Member 1's range (parts 4-7) stops at its error; the other members run theirs to the end.
-  EXPECT_EQ(ran.load(), 14);
+  // The member whose part failed claims no more; the others run every part left.
+  EXPECT_EQ(ran.load(), 16);
   // The team is usable after a failed run.
   std::atomic<int> after{0};
   parallel_parts(8, 4, [&](std::size_t) { after.fetch_add(1); });
