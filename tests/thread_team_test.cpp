@@ -1,7 +1,7 @@
 // The thread team (kernels/thread_team.h): every member runs once with its own id, the barrier
 // orders what members wrote before it, nested runs stay on their thread, a free thread claims the
-// parts a busy one has not, errors reach the caller,
-// and waiting threads give their core away instead of spinning.
+// parts a busy one has not, errors reach the caller, and waiting threads give their core away
+// instead of spinning.
 #include "kernels/thread_team.h"
 
 #include <gtest/gtest.h>

@@ -26,14 +26,20 @@ struct Ranges {
   std::size_t parts;
 };
 
-// cost_per_item: work units of one item, used to choose how many threads are worth waking.
+// [0, n) in at most `parts` ranges (parts >= 1) whose starts are multiples of align.
+inline Ranges aligned_ranges(std::size_t n, std::size_t align, std::size_t parts) {
+  std::size_t per = (n + parts - 1) / parts;
+  per = std::max<std::size_t>(align, (per + align - 1) / align * align);
+  return Ranges{per, (n + per - 1) / per};
+}
+
+// A range a thread. cost_per_item: work units of one item, used to choose how many threads are
+// worth waking.
 inline Ranges split_ranges(std::size_t n, std::size_t align, int n_threads,
                            std::size_t cost_per_item) {
   const std::size_t worth = std::max<std::size_t>(1, n * cost_per_item / kMinWorkPerThread);
-  const std::size_t threads = std::min(static_cast<std::size_t>(std::max(n_threads, 1)), worth);
-  std::size_t per = (n + threads - 1) / threads;
-  per = std::max<std::size_t>(align, (per + align - 1) / align * align);
-  return Ranges{per, (n + per - 1) / per};
+  return aligned_ranges(n, align,
+                        std::min(static_cast<std::size_t>(std::max(n_threads, 1)), worth));
 }
 
 // A call's threads claim its ranges as each finishes one (kernels::parallel_parts), this many a
@@ -53,19 +59,17 @@ void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_
     body(std::size_t{0}, n);
     return;
   }
-  const std::size_t units = (n + align - 1) / align;
-  const std::size_t ranges = std::min(units, threads.parts * kRangesPerThread);
-  const std::size_t per = (units + ranges - 1) / ranges * align;
-  kernels::parallel_parts((n + per - 1) / per, static_cast<int>(threads.parts),
-                          [&](std::size_t p) { body(p * per, std::min(n, (p + 1) * per)); });
+  const Ranges r = aligned_ranges(n, align, threads.parts * kRangesPerThread);
+  kernels::parallel_parts(r.parts, static_cast<int>(threads.parts),
+                          [&](std::size_t p) { body(p * r.per, std::min(n, (p + 1) * r.per)); });
 }
 
 // The threads of a run already open (a decoded token's, executor.cpp): this thread is member id of
 // size.
 using Team = kernels::TeamMember;
 
-// parallel_ranges inside a team: a range a thread, this thread's only (its ops may rely on each
-// member's range being the same from op to op: Op::touches_only_its_tensors).
+// Inside a team: split_ranges' range of this member (a range a member: claiming finer ranges
+// there, tried, gained a decoded token nothing, docs/benchmarks.md).
 template <class Body>
 void team_ranges(std::size_t n, std::size_t align, Team team, std::size_t cost_per_item,
                  const Body& body) {
@@ -75,8 +79,8 @@ void team_ranges(std::size_t n, std::size_t align, Team team, std::size_t cost_p
 }
 
 // An op's split written once for both ways it runs (graph.h): CallSplit, a run of the caller's
-// team per split (Op::run); MemberSplit, this member's share of the same ranges in a region
-// already open (Op::run_in_team). sync() orders two splits of one op: every thread's ranges of
+// team per split (Op::run, parallel_ranges); MemberSplit, this member's range in a region already
+// open (Op::run_in_team, team_ranges). sync() orders two splits of one op: every thread's ranges of
 // the first are done before any thread starts the second (nothing to do for CallSplit, whose runs
 // end together). Every member must reach a MemberSplit's sync: what runs before it must not throw.
 struct CallSplit {
