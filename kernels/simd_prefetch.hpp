@@ -11,7 +11,9 @@
 namespace aft::kernels::simd {
 
 // Where the prefetched lines go. To L2 only, they take no L1 fill buffer from the loads of the
-// work at hand and evict none of its lines (a batch's f32 vectors alone may fill L1).
+// work at hand and evict none of its lines (a batch's f32 vectors alone may fill L1). kL2 is
+// prefetcht1: Intel's cores fill L2 with it, and AMD's from Zen 4 (AMD documents it as new there);
+// AMD's earlier cores fill L1 as for kL1 (docs/benchmarks.md: what that costs a Zen 3).
 enum class PrefetchTo { kL1, kL2 };
 
 template <class A, PrefetchTo kTo = PrefetchTo::kL1>
