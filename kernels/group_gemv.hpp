@@ -146,8 +146,7 @@ template <class A, class C, std::size_t G, std::size_t V>
       wv[i] = v;
     }
   };
-  for (std::size_t s = 0; s < steps; ++s) {
-    next.step();
+  const auto step = [&](std::size_t s) __attribute__((always_inline)) {
     typename C::W wv[R];
     load(s, wv);
 #pragma GCC unroll 64
@@ -156,7 +155,8 @@ template <class A, class C, std::size_t G, std::size_t V>
 #pragma GCC unroll 64
       for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::madd(wv[i], xv, acc[i][j]);
     }
-  }
+  };
+  next.over_steps(steps, step);
   if constexpr (C::kTail) {
     if (C::has_tail(cols)) {
       typename C::W wv[R];

@@ -45,6 +45,19 @@ struct Prefetch {
       __builtin_prefetch(next, 0, kTo == PrefetchTo::kL1 ? 3 : 2);
     }
   }
+
+  // body(s) for s in [0, steps), each step after step(): once every line is asked for, the steps
+  // left run without asking (a loop of their own, not a check of the count and two branches a
+  // step beside a micro-kernel's dozen multiply-adds).
+  template <class Body>
+  [[gnu::always_inline]] void over_steps(std::size_t steps, Body&& body) {
+    std::size_t s = 0;
+    for (; s < steps && lines > 0; ++s) {
+      step();
+      body(s);
+    }
+    for (; s < steps; ++s) body(s);
+  }
 };
 
 }  // namespace aft::kernels::simd
