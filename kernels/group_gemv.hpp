@@ -146,7 +146,11 @@ template <class A, class C, std::size_t G, std::size_t V>
       wv[i] = v;
     }
   };
-  const auto step = [&](std::size_t s) __attribute__((always_inline)) {
+  // A line of the next pass a step, from the first: a block's share of a pass (G groups over at
+  // least G blocks) has no more lines than the block has steps.
+  const std::size_t asking = std::min(next.lines, steps);
+  for (std::size_t s = 0; s < steps; ++s) {
+    if (s < asking) next.line(s);
     typename C::W wv[R];
     load(s, wv);
 #pragma GCC unroll 64
@@ -155,8 +159,7 @@ template <class A, class C, std::size_t G, std::size_t V>
 #pragma GCC unroll 64
       for (std::size_t i = 0; i < R; ++i) acc[i][j] = C::madd(wv[i], xv, acc[i][j]);
     }
-  };
-  next.over_steps(steps, step);
+  }
   if constexpr (C::kTail) {
     if (C::has_tail(cols)) {
       typename C::W wv[R];

@@ -46,17 +46,12 @@ struct Prefetch {
     }
   }
 
-  // body(s) for s in [0, steps), each step after step(): once every line is asked for, the steps
-  // left run without asking (a loop of their own, not a check of the count and two branches a
-  // step beside a micro-kernel's dozen multiply-adds).
-  template <class Body>
-  [[gnu::always_inline]] void over_steps(std::size_t steps, Body&& body) {
-    std::size_t s = 0;
-    for (; s < steps && lines > 0; ++s) {
-      step();
-      body(s);
-    }
-    for (; s < steps; ++s) body(s);
+  // Line `i` of the range, for a caller that asks for one line a step and counts the steps
+  // itself (i < lines): a micro-kernel whose steps outnumber its lines asks in its first `lines`
+  // steps and leaves the rest without step()'s loop and checks (on AVX2 37 instructions and 5
+  // branches a step of 12 multiply-adds, against 24 and 1).
+  [[gnu::always_inline]] void line(std::size_t i) const {
+    __builtin_prefetch(next + i * kLine, 0, kTo == PrefetchTo::kL1 ? 3 : 2);
   }
 };
 
