@@ -146,8 +146,10 @@ template <class A, class C, std::size_t G, std::size_t V>
       wv[i] = v;
     }
   };
-  // A line of the next pass a step, from the first: a block's share of a pass (G groups over at
-  // least G blocks) has no more lines than the block has steps.
+  // A line of the next pass a step, from the first. A block's share of a pass (G groups over at
+  // least G blocks) has no more lines than the block has steps, but in gemv_batch_f32_prefix,
+  // whose rows are longer than the columns it reads: there a block asks for the first `steps`
+  // lines of its share (all the next pass's columns in use where G is 1).
   const std::size_t asking = std::min(next.lines, steps);
   for (std::size_t s = 0; s < steps; ++s) {
     if (s < asking) next.line(s);
