@@ -64,6 +64,70 @@ void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_
                           [&](std::size_t p) { body(p * r.per, std::min(n, (p + 1) * r.per)); });
 }
 
+// A product's output, rows (inputs) by columns (weights), cut into blocks of rows by ranges of
+// columns: each part reads its rows of the input and its columns of the weights.
+struct Grid {
+  Ranges rows;
+  Ranges cols;
+};
+
+// The weights' bytes weigh this many times an input's in product_grid: they stream from memory
+// (or the last-level cache), while a part's input rows come again from a nearer cache.
+constexpr std::size_t kWeightByteCost = 2;
+
+// The cut of rows x cols into `parts` parts, or as near as the shape allows, that reads least:
+// column ranges alone re-read every input row for each range (a bf16 prompt on tiles packs them
+// again), blocks of rows re-read the weights for each block. Among the cuts into the most parts
+// (up to `parts`), the one of fewest bytes (input row_bytes a row, weights col_bytes a column),
+// then of fewest row blocks. The bits of a cell depend on no cut: rows start at multiples of
+// row_align and columns at multiples of col_align.
+inline Grid product_grid(std::size_t rows, std::size_t row_align, std::size_t row_bytes,
+                         std::size_t cols, std::size_t col_align, std::size_t col_bytes,
+                         std::size_t parts) {
+  auto bytes = [&](const Grid& g) {
+    return g.cols.parts * rows * row_bytes + kWeightByteCost * g.rows.parts * cols * col_bytes;
+  };
+  auto parts_of = [&](const Grid& g) { return std::min(parts, g.rows.parts * g.cols.parts); };
+  Grid best{aligned_ranges(rows, row_align, 1), aligned_ranges(cols, col_align, parts)};
+  for (std::size_t row_blocks = 2; row_blocks <= parts; ++row_blocks) {
+    const Grid grid{aligned_ranges(rows, row_align, row_blocks),
+                    aligned_ranges(cols, col_align, (parts + row_blocks - 1) / row_blocks)};
+    if (grid.rows.parts != row_blocks) continue;
+    if (parts_of(grid) > parts_of(best) ||
+        (parts_of(grid) == parts_of(best) && bytes(grid) < bytes(best))) {
+      best = grid;
+    }
+  }
+  return best;
+}
+
+// parallel_ranges over a product's output: body(r0, r1, c0, c1) for each part of the
+// product_grid cut, kRangesPerThread parts a thread, on as many threads as its cells are worth
+// (cost_per_cell work units each).
+template <class Body>
+void parallel_grid(std::size_t rows, std::size_t row_align, std::size_t row_bytes, std::size_t cols,
+                   std::size_t col_align, std::size_t col_bytes, int n_threads,
+                   std::size_t cost_per_cell, const Body& body) {
+  const std::size_t cells =
+      ((rows + row_align - 1) / row_align) * ((cols + col_align - 1) / col_align);
+  const std::size_t worth =
+      std::max<std::size_t>(1, rows * cols * cost_per_cell / kMinWorkPerThread);
+  const std::size_t threads =
+      std::min({static_cast<std::size_t>(std::max(n_threads, 1)), worth, cells});
+  if (threads <= 1) {
+    body(std::size_t{0}, rows, std::size_t{0}, cols);
+    return;
+  }
+  const Grid g = product_grid(rows, row_align, row_bytes, cols, col_align, col_bytes,
+                              threads * kRangesPerThread);
+  kernels::parallel_parts(g.rows.parts * g.cols.parts, static_cast<int>(threads),
+                          [&](std::size_t p) {
+                            const std::size_t r = p / g.cols.parts, c = p % g.cols.parts;
+                            body(r * g.rows.per, std::min(rows, (r + 1) * g.rows.per),
+                                 c * g.cols.per, std::min(cols, (c + 1) * g.cols.per));
+                          });
+}
+
 // The threads of a run already open (a decoded token's, executor.cpp): this thread is member id of
 // size.
 using Team = kernels::TeamMember;
@@ -89,6 +153,13 @@ struct CallSplit {
   void ranges(std::size_t n, std::size_t align, std::size_t cost_per_item, const Body& body) const {
     parallel_ranges(n, align, n_threads, cost_per_item, body);
   }
+  template <class Body>
+  void grid(std::size_t rows, std::size_t row_align, std::size_t row_bytes, std::size_t cols,
+            std::size_t col_align, std::size_t col_bytes, std::size_t cost_per_cell,
+            const Body& body) const {
+    parallel_grid(rows, row_align, row_bytes, cols, col_align, col_bytes, n_threads, cost_per_cell,
+                  body);
+  }
   void sync() const {}
 };
 
@@ -97,6 +168,13 @@ struct MemberSplit {
   template <class Body>
   void ranges(std::size_t n, std::size_t align, std::size_t cost_per_item, const Body& body) const {
     team_ranges(n, align, team, cost_per_item, body);
+  }
+  // A batch's few rows: ranges of columns alone.
+  template <class Body>
+  void grid(std::size_t rows, std::size_t, std::size_t, std::size_t cols, std::size_t col_align,
+            std::size_t, std::size_t cost_per_cell, const Body& body) const {
+    team_ranges(cols, col_align, team, rows * cost_per_cell,
+                [&](std::size_t c0, std::size_t c1) { body(std::size_t{0}, rows, c0, c1); });
   }
   void sync() const { kernels::ThreadTeam::barrier_of_run(team); }
 };

@@ -14,6 +14,9 @@ namespace {
 
 // Output rows per thread range start at multiples of this (see parallel.h).
 constexpr std::size_t kRowAlign = 64;
+// A block of a prompt's rows starts at a multiple of this: the bf16 tile kernel's blocks of 32
+// vectors (bf16_tiles.hpp) stay whole.
+constexpr std::size_t kVectorAlign = 32;
 // Input rows a prompt's product takes through the batch GEMV at once: they stay in cache while the
 // panels of weight rows pass (at 2048 columns 256 KB of q8_0 blocks, 1 MB of f32; a 512-token
 // prompt's would be 1 MB and 4 MB). Measured on a Zen 4 (1 MB L2), enwik8 q8_0 pp512: 16 rows
@@ -178,10 +181,22 @@ class LinearOp final : public Op {
       rounded = &x;
       split.sync();
     }
-    split.ranges(out_width_, kRowAlign, in_width_ * out.rows,
-                 [&](std::size_t begin, std::size_t end) {
-                   gemv_rows(ctx, w, in, quantized, rounded, residual, out, begin, end);
-                 });
+    split.grid(out.rows, kVectorAlign, input_row_bytes(input), out_width_, kRowAlign,
+               weight_column_bytes(w.type), in_width_,
+               [&](std::size_t r0, std::size_t r1, std::size_t begin, std::size_t end) {
+                 gemv_rows(ctx, w, in, quantized, rounded, residual, out, r0, r1, begin, end);
+               });
+  }
+
+  // What a part of products() reads again for each other part: a row of its input, as `input`
+  // has it, and a column of its weights (a weight row).
+  std::size_t input_row_bytes(Input input) const {
+    if (input == Input::Quantized) return in_width_ + in_width_ / kernels::kQ8BlockSize * 4;
+    return in_width_ * (input == Input::Rounded ? 2 : 4);
+  }
+  std::size_t weight_column_bytes(kernels::WeightType type) const {
+    if (type == kernels::WeightType::Q8_0) return in_width_ + in_width_ / kernels::kQ8BlockSize * 4;
+    return in_width_ * (type == kernels::WeightType::BF16 ? 2 : 4);
   }
 
   // The weights of a prompt on the tiles: bf16 ones as they are, f32 ones rounded to bf16 into a
@@ -200,17 +215,18 @@ class LinearOp final : public Op {
     return bf16_copy_matrix_;
   }
 
-  // Output columns [begin, end) of every row, each row alone: bias, activation and residual while
-  // they are cached. w: w_, or the bf16 weights of a prompt on the tiles; quantized: q8_0
+  // Output columns [begin, end) of rows [r0, r1), each row alone: bias, activation and residual
+  // while they are cached. w: w_, or the bf16 weights of a prompt on the tiles; quantized: q8_0
   // weights, the rows of `in` in 8-bit blocks already, or null; rounded: bf16 weights on the
   // units, the rows of `in` rounded to bf16 already, or null.
   void gemv_rows(const ExecContext& ctx, const kernels::WeightMatrix& w_in, const Tensor& in,
                  const QuantizedInput* quantized, const RoundedInput* rounded,
-                 const float* residual, const Tensor& out, std::size_t begin,
-                 std::size_t end) const {
+                 const float* residual, const Tensor& out, std::size_t r0, std::size_t r1,
+                 std::size_t begin, std::size_t end) const {
     const std::size_t n = end - begin;
+    const std::size_t m = r1 - r0;
     const float* bias = bias_ ? bias_ + begin : nullptr;
-    float* y = out.data + begin;
+    float* y = out.row(r0) + begin;
     const kernels::KernelTable& k = ctx.kernels;
     switch (w_in.type) {
       case kernels::WeightType::F32: {
@@ -219,8 +235,8 @@ class LinearOp final : public Op {
           k.gemv_f32(n, in_width_, w, in.data, bias, y);
           break;
         }
-        for (std::size_t r = 0; r < out.rows; r += kVectorsPerPass) {
-          const std::size_t rows = std::min(kVectorsPerPass, out.rows - r);
+        for (std::size_t r = r0; r < r1; r += kVectorsPerPass) {
+          const std::size_t rows = std::min(kVectorsPerPass, r1 - r);
           k.gemv_batch_f32(n, in_width_, w, rows, in.row(r), in_width_, bias, out.row(r) + begin,
                            out_width_);
         }
@@ -237,18 +253,18 @@ class LinearOp final : public Op {
             round_rows_to_bf16(k, in, 0, out.rows, own.values.data());
             rounded = &own;
           }
-          const uint16_t* xb = rounded->values.data();
+          const uint16_t* xb = rounded->values.data() + r0 * stride;
           if (out.rows == 1) {
             k.gemv_bf16_bf16(n, in_width_, w, xb, bias, y);
           } else {
-            k.gemv_batch_bf16_bf16(n, in_width_, w, out.rows, xb, stride, bias, y, out_width_);
+            k.gemv_batch_bf16_bf16(n, in_width_, w, m, xb, stride, bias, y, out_width_);
           }
           break;
         }
         if (out.rows == 1) {
           k.gemv_bf16(n, in_width_, w, in.data, bias, y);
         } else {
-          k.gemv_batch_bf16(n, in_width_, w, out.rows, in.data, in_width_, bias, y, out_width_);
+          k.gemv_batch_bf16(n, in_width_, w, m, in.row(r0), in_width_, bias, y, out_width_);
         }
         break;
       }
@@ -264,8 +280,8 @@ class LinearOp final : public Op {
         const std::size_t blocks = in_width_ / kernels::kQ8BlockSize;
         const int8_t* wq = w_in.q8_rows(begin, in_width_);
         const float* wd = w_in.q8_scales(begin, in_width_);
-        for (std::size_t r = 0; r < out.rows; r += kVectorsPerPass) {
-          const std::size_t rows = std::min(kVectorsPerPass, out.rows - r);
+        for (std::size_t r = r0; r < r1; r += kVectorsPerPass) {
+          const std::size_t rows = std::min(kVectorsPerPass, r1 - r);
           const int8_t* xq = quantized->values.data() + r * in_width_;
           const float* xd = quantized->scales.data() + r * blocks;
           if (rows == 1) {
@@ -278,7 +294,7 @@ class LinearOp final : public Op {
         break;
       }
     }
-    for (std::size_t r = 0; r < out.rows; ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
       float* y = out.row(r) + begin;
       if (post_ == kernels::PostOp::Relu) ctx.kernels.relu_f32(n, y);
       if (post_ == kernels::PostOp::Gelu) ctx.kernels.gelu_f32(n, y);

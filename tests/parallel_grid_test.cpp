@@ -1,0 +1,111 @@
+// A product's output cut into blocks of rows by ranges of columns (engine/runtime/parallel.h):
+// the cut covers every cell once at aligned starts, reads fewer bytes than columns alone where
+// the weights are few beside the input rows, keeps to columns where they are many, and feeds
+// more threads than a narrow output has column ranges.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <vector>
+
+#include "engine/runtime/parallel.h"
+
+namespace aft {
+namespace {
+
+// Every cell of rows x cols in exactly one part of g, each part starting at aligned rows and
+// columns.
+void expect_covers(const Grid& g, std::size_t rows, std::size_t row_align, std::size_t cols,
+                   std::size_t col_align) {
+  EXPECT_EQ(g.rows.per % row_align, 0u);
+  EXPECT_EQ(g.cols.per % col_align, 0u);
+  EXPECT_GE(g.rows.per * g.rows.parts, rows);
+  EXPECT_LT(g.rows.per * (g.rows.parts - 1), rows) << "an empty block of rows";
+  EXPECT_GE(g.cols.per * g.cols.parts, cols);
+  EXPECT_LT(g.cols.per * (g.cols.parts - 1), cols) << "an empty range of columns";
+}
+
+TEST(ProductGrid, ColumnsAloneWhereTheWeightsOutweighTheRows) {
+  // A 2048-wide product of 512 inputs, a 512-row prompt: 8 column ranges re-read 1 MB of
+  // input rows each, where a second block of rows would re-read 4 MB of weights.
+  const Grid g = product_grid(512, 32, 2048, 2048, 64, 2048, 8);
+  expect_covers(g, 512, 32, 2048, 64);
+  EXPECT_EQ(g.rows.parts, 1u);
+  EXPECT_EQ(g.cols.parts, 8u);
+}
+
+TEST(ProductGrid, BlocksOfRowsWhereColumnsAloneReadMore) {
+  // A square 512 x 512 product of a 512-row prompt, 8 parts: 2 blocks by 4 ranges read
+  // 4 + 2 x 2 MB-units against 8 + 2 for 8 column ranges.
+  const Grid g = product_grid(512, 32, 2048, 512, 64, 2048, 8);
+  expect_covers(g, 512, 32, 512, 64);
+  EXPECT_EQ(g.rows.parts, 2u);
+  EXPECT_EQ(g.cols.parts, 4u);
+}
+
+TEST(ProductGrid, BlocksOfRowsWhereTheColumnsRunOut) {
+  // 512 columns are 8 ranges of 64: 64 parts (16 threads) need 8 blocks of rows.
+  const Grid g = product_grid(512, 32, 2048, 512, 64, 2048, 64);
+  expect_covers(g, 512, 32, 512, 64);
+  EXPECT_EQ(g.rows.parts * g.cols.parts, 64u);
+  // A prompt of 40 rows has 2 blocks of 32: at most 2 x 8 parts.
+  const Grid short_prompt = product_grid(40, 32, 2048, 512, 64, 2048, 64);
+  expect_covers(short_prompt, 40, 32, 512, 64);
+  EXPECT_EQ(short_prompt.rows.parts * short_prompt.cols.parts, 16u);
+}
+
+TEST(ProductGrid, OddShapesAreCoveredOnce) {
+  for (std::size_t rows : {1, 31, 33, 100, 300, 513}) {
+    for (std::size_t cols : {1, 63, 65, 200, 1100}) {
+      for (std::size_t parts : {1, 2, 3, 8, 12, 64}) {
+        for (std::size_t weight_bytes : {1, 1000, 100000}) {
+          const Grid g = product_grid(rows, 32, 1000, cols, 64, weight_bytes, parts);
+          expect_covers(g, rows, 32, cols, 64);
+          const std::size_t columns_alone = aligned_ranges(cols, 64, parts).parts;
+          EXPECT_GE(g.rows.parts * g.cols.parts, columns_alone)
+              << rows << " x " << cols << ", " << parts << " parts: fewer than columns alone";
+          EXPECT_LE(g.rows.parts * g.cols.parts, 2 * parts)
+              << rows << " x " << cols << ", " << parts << " parts";
+        }
+      }
+    }
+  }
+}
+
+// parallel_grid's parts on 1 to 4 threads: every cell written once, a narrow output's rows
+// spread over more threads than its column ranges.
+TEST(ParallelGrid, EveryCellOnceOnAnyThreadCount) {
+  constexpr std::size_t kRows = 300, kCols = 200, kInputs = 512;
+  for (int threads = 1; threads <= 4; ++threads) {
+    std::vector<std::atomic<int>> seen(kRows * kCols);
+    parallel_grid(kRows, 32, kInputs * 4, kCols, 64, kInputs * 4, threads, kInputs,
+                  [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+                    EXPECT_EQ(r0 % 32, 0u);
+                    EXPECT_EQ(c0 % 64, 0u);
+                    for (std::size_t r = r0; r < r1; ++r) {
+                      for (std::size_t c = c0; c < c1; ++c) seen[r * kCols + c].fetch_add(1);
+                    }
+                  });
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      ASSERT_EQ(seen[i].load(), 1)
+          << threads << " threads, row " << i / kCols << ", column " << i % kCols;
+    }
+  }
+}
+
+TEST(ParallelGrid, ANarrowOutputsRowsFeedEveryThread) {
+  // 64 columns are one range: the rows alone can keep 4 threads busy.
+  std::atomic<std::size_t> parts{0};
+  parallel_grid(512, 32, 2048, 64, 64, 2048, 4, 512,
+                [&](std::size_t, std::size_t, std::size_t c0, std::size_t c1) {
+                  EXPECT_EQ(c0, 0u);
+                  EXPECT_EQ(c1, 64u);
+                  parts.fetch_add(1);
+                });
+  EXPECT_EQ(parts.load(), std::min<std::size_t>(16, 4 * kRangesPerThread))
+      << "4 threads x kRangesPerThread blocks of rows (16 at most)";
+}
+
+}  // namespace
+}  // namespace aft
