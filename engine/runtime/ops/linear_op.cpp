@@ -182,19 +182,20 @@ class LinearOp final : public Op {
       split.sync();
     }
     split.grid(out.rows, kVectorAlign, input_row_bytes(input), out_width_, kRowAlign,
-               weight_column_bytes(w.type), in_width_,
+               row_bytes(w.type), in_width_,
                [&](std::size_t r0, std::size_t r1, std::size_t begin, std::size_t end) {
                  gemv_rows(ctx, w, in, quantized, rounded, residual, out, r0, r1, begin, end);
                });
   }
 
   // What a part of products() reads again for each other part: a row of its input, as `input`
-  // has it, and a column of its weights (a weight row).
+  // has it, and a column of its weights (a weight row of in_width_ values), each row_bytes.
   std::size_t input_row_bytes(Input input) const {
-    if (input == Input::Quantized) return in_width_ + in_width_ / kernels::kQ8BlockSize * 4;
-    return in_width_ * (input == Input::Rounded ? 2 : 4);
+    if (input == Input::Quantized) return row_bytes(kernels::WeightType::Q8_0);
+    return row_bytes(input == Input::Rounded ? kernels::WeightType::BF16
+                                             : kernels::WeightType::F32);
   }
-  std::size_t weight_column_bytes(kernels::WeightType type) const {
+  std::size_t row_bytes(kernels::WeightType type) const {
     if (type == kernels::WeightType::Q8_0) return in_width_ + in_width_ / kernels::kQ8BlockSize * 4;
     return in_width_ * (type == kernels::WeightType::BF16 ? 2 : 4);
   }
