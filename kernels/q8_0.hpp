@@ -101,47 +101,47 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
-// gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v], offsets[v]: the block_offset of
+// gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v], extras[v]: Q8GroupDot's extra of
 // each of vector v's blocks; 2 <= V <= D::kVectors): each weight register serves them all, and
 // each (row, vector) gets the same integer sums and the same fma per block, in the same order: the
 // bits of gemv_groups_q8_0 for each vector.
 template <class A, std::size_t G, std::size_t V>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
     std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
-    const float* const* xd, const int32_t* const* offsets, const float* bias, std::size_t rows,
-    float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
+    const float* const* xd, const typename Q8GroupDot<A>::Extra* const* extras, const float* bias,
+    std::size_t rows, float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
-  static_assert(D::kParts == 1, "one batch per group");
+  constexpr std::size_t P = D::kParts;
+  constexpr std::size_t L = B::size;
   constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
-  B acc[G][V];
-  for (std::size_t g = 0; g < G; ++g) {
-    for (std::size_t v = 0; v < V; ++v) acc[g][v] = B(0.0f);
+  B acc[G * P][V];
+  for (std::size_t i = 0; i < G * P; ++i) {
+    for (std::size_t v = 0; v < V; ++v) acc[i][v] = B(0.0f);
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8_t* x[V];
-    int32_t block_offsets[V];
+    const typename D::Extra* block_extras[V];
     for (std::size_t v = 0; v < V; ++v) {
       x[v] = xq[v] + b * kQ8BlockSize;
-      block_offsets[v] = offsets[v][b];
+      block_extras[v] = extras[v] + b;
     }
     quants.step();
     scales.step();
-    I sums[G][V];
-    D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_offsets,
-                                 sums);
-    for (std::size_t g = 0; g < G; ++g) {
-      const B w_scales = B::load_unaligned(wd + (g * blocks + b) * kQ8GroupRows);
+    I sums[G * P][V];
+    D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_extras, sums);
+    for (std::size_t i = 0; i < G * P; ++i) {
+      const B w_scales = B::load_unaligned(wd + (i / P * blocks + b) * kQ8GroupRows + i % P * L);
       for (std::size_t v = 0; v < V; ++v) {
-        acc[g][v] =
-            xsimd::fma(xsimd::batch_cast<float>(sums[g][v]), w_scales * B(xd[v][b]), acc[g][v]);
+        acc[i][v] =
+            xsimd::fma(xsimd::batch_cast<float>(sums[i][v]), w_scales * B(xd[v][b]), acc[i][v]);
       }
     }
   }
   for (std::size_t v = 0; v < V; ++v) {
     alignas(A::alignment()) float out[G * kQ8GroupRows];
-    for (std::size_t g = 0; g < G; ++g) acc[g][v].store_aligned(out + g * kQ8GroupRows);
+    for (std::size_t i = 0; i < G * P; ++i) acc[i][v].store_aligned(out + i * L);
     for (std::size_t r = 0; r < rows; ++r) y[v][r] = bias ? out[r] + bias[r] : out[r];
   }
 }
@@ -150,14 +150,14 @@ template <class A, std::size_t G, std::size_t V>
 template <class A, std::size_t G, std::size_t V>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_count(
     std::size_t count, std::size_t blocks, const int8_t* wq, const float* wd,
-    const int8_t* const* xq, const float* const* xd, const int32_t* const* offsets,
-    const float* bias, std::size_t rows, float* const* y, Q8Prefetch<A> quants,
-    Q8Prefetch<A> scales) {
+    const int8_t* const* xq, const float* const* xd,
+    const typename Q8GroupDot<A>::Extra* const* extras, const float* bias, std::size_t rows,
+    float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   if (count == V) {
-    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, offsets, bias, rows, y, quants,
+    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, extras, bias, rows, y, quants,
                                       scales);
   } else if constexpr (V > 2) {
-    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, offsets, bias, rows, y,
+    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, extras, bias, rows, y,
                                         quants, scales);
   }
 }
@@ -190,19 +190,24 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
         Q8Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
                                part, parts, blocks));
   };
-  // Each vector's block offsets (Q8GroupDot::block_offset), once for every pass.
-  const int32_t* offsets = nullptr;
-  if constexpr (V > 1) {
-    if (n_vectors >= 2 && rows >= kPassRows) {
-      auto* table = static_cast<int32_t*>(thread_scratch(n_vectors * blocks * sizeof(int32_t)));
-      for (std::size_t v = 0; v < n_vectors; ++v) {
-        for (std::size_t b = 0; b < blocks; ++b) {
-          table[v * blocks + b] = Q8GroupDot<A>::block_offset(xq + v * cols + b * kQ8BlockSize);
+  // Each vector's blocks prepared for dot_groups (Q8GroupDot::extra), once for every pass.
+  const auto extras = [&] {
+    if constexpr (V > 1) {
+      using E = typename Q8GroupDot<A>::Extra;
+      E* table = nullptr;
+      if (n_vectors >= 2 && rows >= kPassRows) {
+        table = static_cast<E*>(thread_scratch(n_vectors * blocks * sizeof(E)));
+        for (std::size_t v = 0; v < n_vectors; ++v) {
+          for (std::size_t b = 0; b < blocks; ++b) {
+            table[v * blocks + b] = Q8GroupDot<A>::extra(xq + v * cols + b * kQ8BlockSize);
+          }
         }
       }
-      offsets = table;
+      return static_cast<const E*>(table);
+    } else {
+      return nullptr;
     }
-  }
+  }();
   std::size_t r = 0;
   for (; r + kPassRows <= rows; r += kPassRows) {
     std::size_t v = 0;
@@ -212,15 +217,15 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
         const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
         const int8_t* x[V];
         const float* d[V];
-        const int32_t* o[V];
+        const typename Q8GroupDot<A>::Extra* e[V];
         float* out[V];
         for (std::size_t i = 0; i < count; ++i) {
           x[i] = xq + (v + i) * cols;
           d[i] = xd + (v + i) * blocks;
-          o[i] = offsets + (v + i) * blocks;
+          e[i] = extras + (v + i) * blocks;
           out[i] = y + (v + i) * y_stride + r;
         }
-        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d, o,
+        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d, e,
                                         bias ? bias + r : nullptr, kPassRows, out, pq, pd);
         v += count;
       }
