@@ -12,6 +12,10 @@
 #include <unistd.h>
 #endif
 #endif
+#if defined(AFT_KERNELS_NEON) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include "kernels/isa_tables.h"
 #include "kernels/kernels.h"
@@ -71,6 +75,16 @@ bool has_avx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #endif
+#if defined(AFT_KERNELS_NEON)
+// armv8.2's dot product extension, as the kernel reports it (elsewhere than Linux: not used).
+bool has_neon_dotprod() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
+#endif
 bool always() { return true; }
 
 // Best first.
@@ -86,13 +100,14 @@ constexpr Isa kIsas[] = {
     {"sse2", sse2_kernels, always},  // the x86-64 baseline
 #endif
 #if defined(AFT_KERNELS_NEON)
+    {"neondot", neondot_kernels, has_neon_dotprod},
     {"neon", neon_kernels, always},  // the aarch64 baseline
 #endif
     {"scalar", scalar_kernels, always},
 };
 
-constexpr const char* kKnownNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
-                                       "avx2",      "sse2",       "neon",       "scalar"};
+constexpr const char* kKnownNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2",
+                                       "sse2",      "neondot",    "neon",       "scalar"};
 
 bool is_known_name(const char* name) {
   for (const char* known : kKnownNames) {
@@ -126,11 +141,12 @@ KernelChoice choose_kernels(const char* requested) {
   if (is_known_name(requested)) {
     return {&best, asked + " is not available on this CPU or build; using " + best.isa};
   }
-  return {&best,
-          asked +
-              " is unknown (expected scalar, sse2, avx2, avx512, avx512vnni, avx512bf16, avx512amx "
-              "or neon); using " +
-              best.isa};
+  return {
+      &best,
+      asked +
+          " is unknown (expected scalar, sse2, avx2, avx512, avx512vnni, avx512bf16, avx512amx, "
+          "neon or neondot); using " +
+          best.isa};
 }
 
 GemvBatchQ8 emulated_tiles_gemv_batch_q8_0() {

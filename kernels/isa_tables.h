@@ -12,6 +12,7 @@ const KernelTable& avx512vnni_kernels();
 const KernelTable& avx512_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& sse2_kernels();
+const KernelTable& neondot_kernels();
 const KernelTable& neon_kernels();
 
 #if defined(__x86_64__)

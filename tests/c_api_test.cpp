@@ -53,7 +53,8 @@ TEST(CApi, MissingFileNamesThePath) {
 TEST(CApi, KernelIsaIsNamed) {
   const std::string isa = aft_kernel_isa();
   EXPECT_TRUE(isa == "avx512amx" || isa == "avx512bf16" || isa == "avx512vnni" || isa == "avx512" ||
-              isa == "avx2" || isa == "sse2" || isa == "neon" || isa == "scalar")
+              isa == "avx2" || isa == "sse2" || isa == "neondot" || isa == "neon" ||
+              isa == "scalar")
       << isa;
 }
 

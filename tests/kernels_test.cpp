@@ -11,6 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "isa_table_test.h"
 #include "long_run.h"
 #include "random_vector.h"
@@ -60,7 +65,8 @@ void expect_close(double actual, double expected, double scale, double tol, cons
 // Dispatch.
 
 // The tables of distinct f32 kernels, best first (avx512amx, chosen before them all where the OS
-// grants the tiles, has avx512bf16's: quantized_kernels_test.cpp tests its own).
+// grants the tiles, has avx512bf16's, and neondot neon's: quantized_kernels_test.cpp tests their
+// own).
 constexpr const char* kIsaNames[] = {"avx512bf16", "avx512vnni", "avx512", "avx2",
                                      "sse2",       "neon",       "scalar"};
 
@@ -112,8 +118,29 @@ TEST(Dispatch, X86TablesFollowCpuFeatures) {
 }
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+TEST(Dispatch, NeonTablesFollowCpuFeatures) {
+  EXPECT_EQ(kernels_for_isa("sse2"), nullptr);
+  const KernelTable* neon = kernels_for_isa("neon");
+  ASSERT_NE(neon, nullptr);
+  const KernelTable* dot = kernels_for_isa("neondot");
+  EXPECT_EQ(dot != nullptr, (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0);
+  if (dot == nullptr) return;
+  // The neon table but for its q8_0 GEMVs.
+  EXPECT_EQ(dot->gemv_f32, neon->gemv_f32);
+  EXPECT_EQ(dot->quantize_q8_0, neon->quantize_q8_0);
+  EXPECT_EQ(dot->gemv_bf16, neon->gemv_bf16);
+  EXPECT_NE(dot->gemv_q8_0, neon->gemv_q8_0);
+  EXPECT_NE(dot->gemv_batch_q8_0, neon->gemv_batch_q8_0);
+}
+#endif
+
+// The tables that differ from the one after them in their 8-bit (and bf16) products only come
+// first where the CPU has them.
 const KernelTable& best_available() {
-  if (const KernelTable* amx = kernels_for_isa("avx512amx")) return *amx;
+  for (const char* name : {"avx512amx", "neondot"}) {
+    if (const KernelTable* t = kernels_for_isa(name)) return *t;
+  }
   for (const char* name : kIsaNames) {
     if (const KernelTable* t = kernels_for_isa(name)) return *t;
   }

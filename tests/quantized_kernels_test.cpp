@@ -30,8 +30,8 @@ constexpr float kGuard = 12345.0f;  // written past the end of outputs: kernels 
 constexpr std::size_t kBlock = kQ8BlockSize;
 
 // Every ISA name dispatch knows; those this CPU (or build) lacks are skipped.
-constexpr const char* kIsaNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
-                                     "avx2",      "sse2",       "neon",       "scalar"};
+constexpr const char* kIsaNames[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2",
+                                     "sse2",      "neondot",    "neon",       "scalar"};
 
 float from_bits(uint32_t bits) {
   float value;

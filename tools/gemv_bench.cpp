@@ -133,15 +133,16 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
   }
 }
 
-constexpr const char* kIsas[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512",
-                                 "avx2",      "sse2",       "neon",       "scalar"};
+constexpr const char* kIsas[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2",
+                                 "sse2",      "neondot",    "neon",       "scalar"};
 
 constexpr const char* kUsage =
     "usage: aft-gemv-bench [ROWS COLS [ISA]]\n"
     "\n"
     "The GEMV micro-kernels on one thread: ROWS x COLS weights (default 512 512; COLS a\n"
     "multiple of 32) by 1 to 16 vectors, in cache and from memory, for each ISA this CPU runs\n"
-    "(or only ISA: avx512amx, avx512bf16, avx512vnni, avx512, avx2, sse2, neon, scalar).\n";
+    "(or only ISA: avx512amx, avx512bf16, avx512vnni, avx512, avx2, sse2, neondot, neon,\n"
+    "scalar).\n";
 
 struct Options {
   std::size_t rows = 512;

@@ -58,9 +58,9 @@ const char* aft_status_string(aft_status status);
  * call. */
 const char* aft_last_error(void);
 
-/* Which SIMD instruction set the kernels use on this machine ("avx512bf16", "avx512vnni",
- * "avx512", "avx2", "sse2", "neon", "scalar"). Set the environment variable AFT_ISA to one of
- * these to force a path. */
+/* Which SIMD instruction set the kernels use on this machine ("avx512amx", "avx512bf16",
+ * "avx512vnni", "avx512", "avx2", "sse2", "neondot", "neon", "scalar"). Set the environment
+ * variable AFT_ISA to one of these to force a path. */
 const char* aft_kernel_isa(void);
 
 /* What computes the matrix products of a prompt: the library, its version, how the work is split

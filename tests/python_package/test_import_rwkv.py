@@ -30,7 +30,7 @@ TOKENIZERS = REPO_DIR / "tests" / "fixtures" / "tokenizers"
 BPE, BPE_SIZE = "gpt_neox_like.tokenizer.json", 659
 WORLD, WORLD_SIZE = "world_vocab.txt", 575
 # The kernel paths of x86-64 and Arm (AFT_ISA); those this CPU lacks are skipped.
-ISAS = ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "avx512bf16", "avx512amx", "neon")
+ISAS = ("scalar", "sse2", "avx2", "avx512", "avx512vnni", "avx512bf16", "avx512amx", "neon", "neondot")
 # Relative to each row's largest |logit| (package_support.assert_rows_close's measure), the largest
 # seen on x86-64 in the comments. Against the reference of the file's own weights (bf16 and q8_0
 # widened exactly): f32 arithmetic against float64 (6e-7), except q8_0, whose products round their
