@@ -87,34 +87,96 @@ struct Q8GroupDot<xsimd::sse2> {
 #endif
 
 #if XSIMD_WITH_FMA3_AVX2
-// AVX2: 8 rows per register. pmaddubsw of |x| by the weights with x's sign (vpsignb), then
-// pmaddwd with ones.
+// The sign trick (AVX2, and AVX-512BW without VNNI): pmaddubsw of |x| by the weights with x's sign,
+// then pmaddwd with ones. What differs between the two is in Q8SignTrickRegisters<A>: the register,
+// and how the weights take x's sign (vpsignb on AVX2; a masked negation on AVX-512, which has no
+// vpsignb).
+template <class A>
+struct Q8SignTrickRegisters;
+
+// AVX2: 8 rows per register.
 template <>
-struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> {
-  using A = xsimd::fma3<xsimd::avx2>;
+struct Q8SignTrickRegisters<xsimd::fma3<xsimd::avx2>> {
+  using Reg = __m256i;
+  using Sign = __m256i;  // the quants themselves: vpsignb takes their sign
   static constexpr std::size_t kParts = 2;
-  // Measured on a Zen 3 (aft-gemv-bench 512 2048, 16 vectors in cache, one thread): 1 group x 4
-  // vectors 116-121 GOP/s, 2 x 2 115-118, 1 x 3 114-117, 1 x 5 116, against 98 for vectors one
-  // at a time by 2 groups. There a register of 32 products (vpsignb, vpmaddubsw, vpmaddwd,
-  // vpaddd) takes about 1.4 cycles in a loop of nothing else, 1.0 without the vpsignb: about
-  // 145 GOP/s at most.
-  static constexpr std::size_t kGroups = 1;
-  static constexpr std::size_t kVectors = 4;
-  static constexpr bool kPrefetchAlone = true;
-  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  static Reg load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const Reg*>(p)); }
+  static Reg broadcast(int32_t v) { return _mm256_set1_epi32(v); }
+  static Reg zero() { return _mm256_setzero_si256(); }
+  static Reg ones() { return _mm256_set1_epi16(1); }
+  static Reg magnitude(Reg x) { return _mm256_abs_epi8(x); }
+  static Sign sign(Reg x) { return x; }
+  static Reg signed_by(Reg w, Sign x) { return _mm256_sign_epi8(w, x); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_epi32(a, b); }
+  // acc + the sums of 4 products of |x| by the signed weights in each int32 lane.
+  static Reg add_products(Reg acc, Reg magnitude, Reg signed_w, Reg ones) {
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_w), ones));
+  }
+};
+
+#if XSIMD_WITH_AVX512BW
+// AVX-512BW (the avx512 table, xsimd::avx512f): the 16 rows in one register.
+template <>
+struct Q8SignTrickRegisters<xsimd::avx512f> {
+  using Reg = __m512i;
+  using Sign = __mmask64;  // the lanes whose quant is negative
+  static constexpr std::size_t kParts = 1;
+  static Reg load(const int8_t* p) { return _mm512_loadu_si512(p); }
+  static Reg broadcast(int32_t v) { return _mm512_set1_epi32(v); }
+  static Reg zero() { return _mm512_setzero_si512(); }
+  static Reg ones() { return _mm512_set1_epi16(1); }
+  static Reg magnitude(Reg x) { return _mm512_abs_epi8(x); }
+  static Sign sign(Reg x) { return _mm512_movepi8_mask(x); }
+  static Reg signed_by(Reg w, Sign negative) {
+    return _mm512_mask_sub_epi8(w, negative, _mm512_setzero_si512(), w);
+  }
+  static Reg add(Reg a, Reg b) { return _mm512_add_epi32(a, b); }
+  static Reg add_products(Reg acc, Reg magnitude, Reg signed_w, Reg ones) {
+    return _mm512_add_epi32(acc,
+                            _mm512_madd_epi16(_mm512_maddubs_epi16(magnitude, signed_w), ones));
+  }
+};
+#endif
+
+// Q8GroupDot by the sign trick, written once for both (constants apart).
+template <class A>
+struct Q8SignTrick {
+  using R = Q8SignTrickRegisters<A>;
+  using Reg = typename R::Reg;
+  static constexpr std::size_t kParts = R::kParts;
+  static constexpr std::size_t kPartBytes = 64 / kParts;  // a step's bytes of one register
   struct X {
-    __m256i magnitude[8], sign[8];
+    Reg magnitude[8];
+    typename R::Sign sign[8];
   };
   static X prepare(const int8_t* x) {
     X p;
     for (std::size_t s = 0; s < 8; ++s) {
-      p.sign[s] = _mm256_set1_epi32(q8_step_quants<A>(x, s));
-      p.magnitude[s] = _mm256_abs_epi8(p.sign[s]);
+      const Reg v = R::broadcast(q8_step_quants<A>(x, s));
+      p.magnitude[s] = R::magnitude(v);
+      p.sign[s] = R::sign(v);
     }
     return p;
   }
+  // At least two chains of dependent steps a block: the parts' own, or two accumulators of one.
+  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
+    constexpr std::size_t kChains = kParts == 1 ? 2 : 1;
+    const Reg ones = R::ones();
+    for (std::size_t p = 0; p < kParts; ++p) {
+      Reg acc[kChains];
+      for (std::size_t c = 0; c < kChains; ++c) acc[c] = R::zero();
+      for (std::size_t s = 0; s < 8; ++s) {
+        const Reg v = R::load(w + s * 64 + p * kPartBytes);
+        acc[s % kChains] =
+            R::add_products(acc[s % kChains], x.magnitude[s], R::signed_by(v, x.sign[s]), ones);
+      }
+      for (std::size_t c = 1; c < kChains; ++c) acc[0] = R::add(acc[0], acc[c]);
+      sums[p] = acc[0];
+    }
+  }
   // The magnitudes of a block's quants: a batch broadcasts them from memory rather than take each
-  // step's again (16 vectors in cache as above: 120 GOP/s against 115).
+  // step's again (measured on a Zen 3, 16 vectors in cache: 120 GOP/s against 115).
   struct Extra {
     int8_t magnitude[32];
   };
@@ -125,104 +187,75 @@ struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> {
     return e;
   }
   // dot for G groups and V vectors: each step's weight registers (G kParts) loaded once for the V
-  // vectors, each vector's broadcast quants and magnitudes once for the G groups. The
+  // vectors, each vector's broadcast quants, sign and magnitudes once for the G groups. On AVX2 the
   // accumulators (G kParts V), the weights, a vector's two broadcasts and the ones fit the 16
-  // registers for G kParts (V + 1) <= 12.
+  // registers for G kParts (V + 1) <= 12; AVX-512 has 32.
   template <std::size_t G, std::size_t V>
   static void dot_groups(const int8_t* w, std::size_t group_stride, const int8_t* const* x,
                          const Extra* const* extras, xsimd::batch<int32_t, A> (*sums)[V]) {
-    static_assert(V >= 2 && V <= kVectors, "2 to kVectors vectors");
-    constexpr std::size_t R = G * kParts;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[R][V];
+    constexpr std::size_t N = G * kParts;
+    const Reg ones = R::ones();
+    Reg acc[N][V];
 #pragma GCC unroll 16
-    for (std::size_t i = 0; i < R; ++i) {
+    for (std::size_t i = 0; i < N; ++i) {
 #pragma GCC unroll 16
-      for (std::size_t v = 0; v < V; ++v) acc[i][v] = _mm256_setzero_si256();
+      for (std::size_t v = 0; v < V; ++v) acc[i][v] = R::zero();
     }
-    // The steps stay a loop: unrolled, GCC interleaved them and spilled accumulators (115 GOP/s
-    // against 121).
+    // The steps stay a loop: unrolled, GCC interleaved them and spilled accumulators (AVX2 on a
+    // Zen 3: 115 GOP/s against 121).
 #pragma GCC unroll 1
     for (std::size_t s = 0; s < 8; ++s) {
-      __m256i wv[R];
+      Reg wv[N];
 #pragma GCC unroll 16
-      for (std::size_t i = 0; i < R; ++i) {
-        wv[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i / kParts * group_stride +
-                                                                    s * 64 + i % kParts * 32));
+      for (std::size_t i = 0; i < N; ++i) {
+        wv[i] = R::load(w + i / kParts * group_stride + s * 64 + i % kParts * kPartBytes);
       }
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < V; ++v) {
-        const __m256i sign = _mm256_set1_epi32(q8_step_quants<A>(x[v], s));
-        const __m256i magnitude = _mm256_set1_epi32(q8_step_quants<A>(extras[v]->magnitude, s));
+        const typename R::Sign sign = R::sign(R::broadcast(q8_step_quants<A>(x[v], s)));
+        const Reg magnitude = R::broadcast(q8_step_quants<A>(extras[v]->magnitude, s));
 #pragma GCC unroll 16
-        for (std::size_t i = 0; i < R; ++i) {
-          const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[i], sign));
-          acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(pairs, ones));
+        for (std::size_t i = 0; i < N; ++i) {
+          acc[i][v] = R::add_products(acc[i][v], magnitude, R::signed_by(wv[i], sign), ones);
         }
       }
     }
 #pragma GCC unroll 16
-    for (std::size_t i = 0; i < R; ++i) {
+    for (std::size_t i = 0; i < N; ++i) {
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < V; ++v) sums[i][v] = acc[i][v];
     }
   }
-  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (std::size_t p = 0; p < kParts; ++p) {
-      __m256i acc = _mm256_setzero_si256();
-      for (std::size_t s = 0; s < 8; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + s * 64 + p * 32));
-        const __m256i pairs = _mm256_maddubs_epi16(x.magnitude[s], _mm256_sign_epi8(v, x.sign[s]));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
-      }
-      sums[p] = acc;
-    }
-  }
+};
+
+template <>
+struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> : Q8SignTrick<xsimd::fma3<xsimd::avx2>> {
+  // Measured on a Zen 3 (aft-gemv-bench 512 2048, 16 vectors in cache, one thread): 1 group x 4
+  // vectors 116-121 GOP/s, 2 x 2 115-118, 1 x 3 114-117, 1 x 5 116, against 98 for vectors one
+  // at a time by 2 groups. There a register of 32 products (vpsignb, vpmaddubsw, vpmaddwd,
+  // vpaddd) takes about 1.4 cycles in a loop of nothing else, 1.0 without the vpsignb: about
+  // 145 GOP/s at most.
+  static constexpr std::size_t kGroups = 1;
+  static constexpr std::size_t kVectors = 4;
+  static constexpr bool kPrefetchAlone = true;
+  static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
 };
 #endif
 
 #if XSIMD_WITH_AVX512BW
-// AVX-512: the 16 rows in one register. The avx512 table (xsimd::avx512f) gives the weights x's
-// sign by a masked negation (no vpsignb on 512 bits), then pmaddubsw + pmaddwd; the avx512vnni
-// table (xsimd::avx512bw, an architecture no other table uses, compiled with -mavx512vnni) takes
-// the weights as unsigned w + 128 (an xor) into vpdpbusd by x and subtracts 128 sum(x) once.
-// Two accumulators per group halve the chain of dependent steps.
-template <class A>
-struct Q8GroupDotAvx512Bw {
-  static constexpr std::size_t kParts = 1;
+// AVX-512: the 16 rows in one register. The avx512 table (xsimd::avx512f) takes the sign trick
+// above; the avx512vnni table (xsimd::avx512bw, an architecture no other table uses, compiled
+// with -mavx512vnni) takes the weights as unsigned w + 128 (an xor) into vpdpbusd by x and
+// subtracts 128 sum(x) once.
+template <>
+struct Q8GroupDot<xsimd::avx512f> : Q8SignTrick<xsimd::avx512f> {
+  // Two groups a pass, 4 vectors at once: the shape measured best for VNNI on a Zen 5 (below);
+  // not timed on an AVX-512 core without VNNI (none has been at hand).
   static constexpr std::size_t kGroups = 2;
-  static constexpr std::size_t kVectors = 1;
+  static constexpr std::size_t kVectors = 4;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
-  struct X {
-    __m512i magnitude[8];
-    __mmask64 negative[8];
-  };
-  static X prepare(const int8_t* x) {
-    X p;
-    for (std::size_t s = 0; s < 8; ++s) {
-      const __m512i v = _mm512_set1_epi32(q8_step_quants<A>(x, s));
-      p.magnitude[s] = _mm512_abs_epi8(v);
-      p.negative[s] = _mm512_movepi8_mask(v);
-    }
-    return p;
-  }
-  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
-    const __m512i ones = _mm512_set1_epi16(1);
-    __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    for (std::size_t s = 0; s < 8; ++s) {
-      const __m512i v = _mm512_loadu_si512(w + s * 64);
-      const __m512i signed_w = _mm512_mask_sub_epi8(v, x.negative[s], _mm512_setzero_si512(), v);
-      const __m512i pairs = _mm512_maddubs_epi16(x.magnitude[s], signed_w);
-      acc[s % 2] = _mm512_add_epi32(acc[s % 2], _mm512_madd_epi16(pairs, ones));
-    }
-    sums[0] = _mm512_add_epi32(acc[0], acc[1]);
-  }
 };
-
-template <>
-struct Q8GroupDot<xsimd::avx512f> : Q8GroupDotAvx512Bw<xsimd::avx512f> {};
 
 #if defined(__AVX512VNNI__)
 template <>
