@@ -222,12 +222,13 @@ inline void gemv_group_vectors(std::size_t n, std::size_t cols, std::size_t row_
 }
 
 // Whether a block asks for its share of the next pass a line every other step rather than a line a
-// step: a share of a third to a half of the block's steps, a pass of two or three blocks (a batch
-// of up to 18 sequences on AVX2). A line a step there asks for the next pass faster than the core
-// reads memory, for a third to a half of each block (measured on a Zen 3: 16 f32 sequences
-// 1.02-1.14x at 1 thread paced, paired runs). A prompt's blocks (64 rows at a time: 11 a pass on
-// AVX2) ask for short shares, and ran 6-14% slower paced at a quarter and less. (A template on
-// the architecture, like every function of the ISA files.)
+// step: a share of a third to a half of the block's steps, as in a batch of 7 to 18 sequences on
+// AVX2 (2 or 3 blocks a pass) or of 25 to 48 on AVX-512 (2 groups a pass, 4 to 6 blocks). A line
+// a step there asks for the next pass faster than the core reads memory, for a third to a half of
+// each block (measured on a Zen 3: 16 f32 sequences 1.02-1.28x at 1 thread paced, paired runs;
+// AVX-512 not measured). A prompt's blocks (64 rows at a time: 11 a pass on AVX2) ask for short
+// shares, and ran up to 14% slower paced. (A template on the architecture, like every function of
+// the ISA files.)
 template <class A>
 bool paced_share(std::size_t lines, std::size_t steps) {
   return 3 * lines >= steps && 2 * lines <= steps;
