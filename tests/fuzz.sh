@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ (clang, the engine under ASan+UBSan) if needed, then
-# runs each for SECONDS, one after the other, and prints each one's executions, executions per
-# second and coverage. Fails on the first crash, leak, timeout or broken contract: the input is
+# runs each for SECONDS, up to AFT_FUZZ_JOBS (default: the CPUs) at a time, each on one thread, and
+# prints each one's executions, executions per second and coverage. Fails on the first crash, leak, timeout or broken contract: the input is
 # kept in build-fuzz/crashes/<target>/. New inputs go to build-fuzz/corpus/<target>/ (the seeds in
 # tests/fuzz/corpus/ are only read), so a later run continues from there. docs/reliability.md.
 # Usage: tests/fuzz.sh SECONDS [TARGET...]   (targets: model tokenizer config state)
@@ -36,24 +36,35 @@ cmake --build "$dir" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 
 # One thread: oneDNN's OpenMP pool would otherwise take every core for inputs this small.
 export OMP_NUM_THREADS=1
-summary=()
-for target in "${targets[@]}"; do
-  mkdir -p "$dir/corpus/$target" "$dir/crashes/$target"
-  log="$dir/fuzz-$target.log"
-  dict=()
+# One target, in a subshell of its own: its exit status to its log's .status.
+fuzz() {
+  local target=$1 log="$dir/fuzz-$1.log" status=0
+  local dict=()
   [ -f "tests/fuzz/$target.dict" ] && dict=(-dict="tests/fuzz/$target.dict")
-  echo "== fuzz_$target: $seconds s (log: $log)"
-  status=0
   "$dir/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$dir/crashes/$target/" "${dict[@]}" \
     "$dir/corpus/$target" "tests/fuzz/corpus/$target" > "$log" 2>&1 || status=$?
+  echo "$status" > "$log.status"
+}
+for target in "${targets[@]}"; do
+  mkdir -p "$dir/corpus/$target" "$dir/crashes/$target"
+  rm -f "$dir/fuzz-$target.log.status"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  echo "== fuzz_$target: $seconds s (log: $dir/fuzz-$target.log)"
+  fuzz "$target" &
+done
+wait
+summary=()
+for target in "${targets[@]}"; do
+  log="$dir/fuzz-$target.log"
+  status="$(cat "$log.status" 2> /dev/null || echo "none")"
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
   line="fuzz_$target: ${runs:-?} executions, ${speed:-?} exec/s, ${cov:-cov: ?}"
   echo "$line"
   summary+=("$line")
-  if [ "$status" -ne 0 ]; then
+  if [ "$status" != 0 ]; then
     grep -E "ERROR|contract broken|SUMMARY|Test unit written" "$log" | head -20 || true
     echo "fuzz: fuzz_$target failed (exit $status); its log: $log" >&2
     exit 1

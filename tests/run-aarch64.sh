@@ -4,6 +4,9 @@
 # qemu-aarch64, first on the NEON kernels, then with AFT_ISA=scalar. Installs the cross toolchain
 # and the arm64 libraries from Debian's packages first (through sudo unless run as root); does no
 # apt work when they are present.
+# The binaries run side by side, up to `jobs` at a time, the longest first (they are mostly
+# single-threaded under the emulator: on 2 cores the three paths took 188 s one after the other);
+# their output is printed once all are done, path by path.
 # Usage: tests/run-aarch64.sh [jobs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,16 +75,22 @@ phase_done "configure and build"
 # skips in gtest's global set-up: then no test runs, yet gtest reports them all as PASSED and exits
 # 0. kernels_test skips each table this CPU lacks: only the x86 ones may be missing, and the tests of
 # x86 matrix units (`*OnMatrixUnits*`, AVX512-BF16's `*Vdpbf*`).
-failures=()
-total=0
+# One binary on one path, in a subshell of its own: its output to $log, the count of its tests
+# that ran to $log.total and its failures (a line each) to $log.failures.
 run_test() {
   local isa=$1 test=$2 log="$dir/logs/$2.$1.txt"
-  echo "-- $test, AFT_ISA=$isa"
+  local failures=() total=0
   # AFT_TEST_EMULATED: the long-run tests check fewer positions (tests/long_run.h).
-  if ! AFT_ISA="$isa" AFT_TEST_EMULATED=1 qemu-aarch64 "$dir/tests/$test" 2>&1 | tee "$log"; then
+  if AFT_ISA="$isa" AFT_TEST_EMULATED=1 qemu-aarch64 "$dir/tests/$test" > "$log" 2>&1; then
+    check_log
+  else
     failures+=("$test, AFT_ISA=$isa: failed")
-    return
   fi
+  echo "$total" > "$log.total"
+  printf '%s\n' "${failures[@]}" > "$log.failures"
+}
+# What a run that exited 0 must show (run_test's variables).
+check_log() {
   local passed ran
   passed="$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$log")"
   ran="$(grep -c '^\[       OK \] ' "$log" || true)"
@@ -104,11 +113,32 @@ run_test() {
   fi
 }
 mkdir -p "$dir/logs"
-for isa in neondot neon scalar; do
-  echo "== aarch64: tests on the $isa kernels (AFT_ISA=$isa, under qemu-aarch64)"
-  for test in "${tests[@]}"; do run_test "$isa" "$test"; done
-  phase_done "tests on $isa"
+paths=(neondot neon scalar)
+longest_first=(matmul_test quantized_kernels_test golden_test kernels_test crc32_test)
+[ ${#longest_first[@]} -eq ${#tests[@]} ] || { echo "run-aarch64.sh: order every test" >&2; exit 1; }
+for test in "${longest_first[@]}"; do
+  for isa in "${paths[@]}"; do
+    rm -f "$dir/logs/$test.$isa.txt"{,.total,.failures}
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    run_test "$isa" "$test" &
+  done
 done
+wait
+failures=()
+total=0
+for isa in "${paths[@]}"; do
+  echo "== aarch64: tests on the $isa kernels (AFT_ISA=$isa, under qemu-aarch64)"
+  for test in "${tests[@]}"; do
+    log="$dir/logs/$test.$isa.txt"
+    echo "-- $test, AFT_ISA=$isa"
+    cat "$log" 2> /dev/null || true
+    total=$((total + $(cat "$log.total" 2> /dev/null || echo 0)))
+    while IFS= read -r line; do
+      [ -z "$line" ] || failures+=("$line")
+    done < <(cat "$log.failures" 2> /dev/null || echo "$test, AFT_ISA=$isa: did not finish")
+  done
+done
+phase_done "tests on ${paths[*]}, ${jobs} at a time"
 
 if [ ${#failures[@]} -gt 0 ]; then
   echo "== aarch64: FAILED"
