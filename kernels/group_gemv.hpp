@@ -67,9 +67,9 @@ struct F32Columns {
   static constexpr bool kTail = false;
   static constexpr std::size_t kFloatsPerW = 1, kFloatsPerX = 1;
   // One sequential stream: 31-32 GB/s from memory on a Zen 4 at 1024 columns, against 29 for 2
-  // groups' two. AVX2's two (its table runs on cores without AVX-512, whose L2 prefetchers keep
-  // fewer lines of one stream in flight): on a Zen 3, one vector from memory 20-22 GB/s against
-  // 15-18 (aft-gemv-bench), enwik8 f32 decoded 1.23-1.37x faster on one thread.
+  // groups' two. AVX2 takes two groups (two streams, four chains of multiply-adds): on a Zen 3
+  // one vector read 20-22 GB/s from memory against 15-18 (aft-gemv-bench), and enwik8 f32
+  // decoded 1.04-1.37x faster on one thread (docs/benchmarks.md).
   static constexpr std::size_t kGroupsAlone = B::size == 8 ? 2 : 1;
   static std::size_t steps(std::size_t cols) { return cols; }
   static std::size_t row_values(std::size_t cols) { return cols; }
