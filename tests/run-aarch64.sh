@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 jobs="${1:-$(nproc)}"
 dir=build-aarch64
 sysroot="$PWD/$dir/sysroot"
-tests=(kernels_test quantized_kernels_test matmul_test golden_test crc32_test)
+# Longest first: they run side by side (below).
+tests=(matmul_test quantized_kernels_test golden_test kernels_test crc32_test)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
@@ -70,11 +71,6 @@ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
 cmake --build "$dir" -j "$jobs" --target "${tests[@]}"
 phase_done "configure and build"
 
-# Each binary runs directly under the emulator (no ctest), so the checks that the forced path is
-# the one tested are made here. When the CPU cannot run the forced path, tests/forced_paths.cpp
-# skips in gtest's global set-up: then no test runs, yet gtest reports them all as PASSED and exits
-# 0. kernels_test skips each table this CPU lacks: only the x86 ones may be missing, and the tests of
-# x86 matrix units (`*OnMatrixUnits*`, AVX512-BF16's `*Vdpbf*`).
 # One binary on one path, in a subshell of its own: its output to $log, the count of its tests
 # that ran to $log.total and its failures (a line each) to $log.failures.
 run_test() {
@@ -89,7 +85,12 @@ run_test() {
   echo "$total" > "$log.total"
   printf '%s\n' "${failures[@]}" > "$log.failures"
 }
-# What a run that exited 0 must show (run_test's variables).
+# Each binary runs directly under the emulator (no ctest), so the checks that the forced path is
+# the one tested are made here. When the CPU cannot run the forced path, tests/forced_paths.cpp
+# skips in gtest's global set-up: then no test runs, yet gtest reports them all as PASSED and exits
+# 0. kernels_test skips each table this CPU lacks: only the x86 ones may be missing, and the tests of
+# x86 matrix units (`*OnMatrixUnits*`, AVX512-BF16's `*Vdpbf*`).
+# What a run that exited 0 must show (check_log reads run_test's variables).
 check_log() {
   local passed ran
   passed="$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$log")"
@@ -114,9 +115,7 @@ check_log() {
 }
 mkdir -p "$dir/logs"
 paths=(neondot neon scalar)
-longest_first=(matmul_test quantized_kernels_test golden_test kernels_test crc32_test)
-[ ${#longest_first[@]} -eq ${#tests[@]} ] || { echo "run-aarch64.sh: order every test" >&2; exit 1; }
-for test in "${longest_first[@]}"; do
+for test in "${tests[@]}"; do
   for isa in "${paths[@]}"; do
     rm -f "$dir/logs/$test.$isa.txt"{,.total,.failures}
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
