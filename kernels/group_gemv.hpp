@@ -66,11 +66,12 @@ struct F32Columns {
   static constexpr std::size_t kLaneValues = 1;
   static constexpr bool kTail = false;
   static constexpr std::size_t kFloatsPerW = 1, kFloatsPerX = 1;
-  // One sequential stream: 31-32 GB/s from memory on a Zen 4 at 1024 columns, against 29 for 2
-  // groups' two. AVX2 takes two groups (two streams, four chains of multiply-adds): on a Zen 3
-  // one vector read 20-22 GB/s from memory against 15-18 (aft-gemv-bench), and enwik8 f32
-  // decoded 1.04-1.37x faster on one thread (docs/benchmarks.md).
-  static constexpr std::size_t kGroupsAlone = B::size == 8 ? 2 : 1;
+  // Two groups (two streams of weights; on AVX-512 two chains of multiply-adds, not one): on a
+  // Zen 3's AVX2 one vector read 20-22 GB/s from memory against 15-18 for one group, enwik8 f32
+  // decoded 1.04-1.37x faster on one thread; on a Zen 5's AVX-512 one vector in cache 1.5-1.8x,
+  // the tiny model decoded 1.14-1.18x faster, from memory level (aft-gemv-bench, aft-bench,
+  // docs/benchmarks.md). A Zen 4 had read 31-32 GB/s from memory with one group, 29 with two.
+  static constexpr std::size_t kGroupsAlone = B::size >= 8 ? 2 : 1;
   static std::size_t steps(std::size_t cols) { return cols; }
   static std::size_t row_values(std::size_t cols) { return cols; }
   [[gnu::always_inline]] static W load(const float* at) { return B::load_unaligned(at); }
