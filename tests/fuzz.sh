@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ (clang, the engine under ASan+UBSan) if needed, then
 # runs each for SECONDS, up to AFT_FUZZ_JOBS (default: the CPUs) at a time, each on one thread, and
-# prints each one's executions, executions per second and coverage. Fails on the first crash, leak, timeout or broken contract: the input is
-# kept in build-fuzz/crashes/<target>/. New inputs go to build-fuzz/corpus/<target>/ (the seeds in
+# prints each one's executions, executions per second and coverage. Fails on a crash, leak, timeout
+# or broken contract: the input is kept in build-fuzz/crashes/<target>/. New inputs go to build-fuzz/corpus/<target>/ (the seeds in
 # tests/fuzz/corpus/ are only read), so a later run continues from there. docs/reliability.md.
 # Usage: tests/fuzz.sh SECONDS [TARGET...]   (targets: model tokenizer config state)
 set -euo pipefail

@@ -13,7 +13,6 @@ cd "$(dirname "$0")/.."
 jobs="${1:-$(nproc)}"
 dir=build-aarch64
 sysroot="$PWD/$dir/sysroot"
-# Longest first: they run side by side (below).
 tests=(matmul_test quantized_kernels_test golden_test kernels_test crc32_test)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
