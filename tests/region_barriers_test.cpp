@@ -11,21 +11,11 @@
 #include "engine/runtime/executor.h"
 #include "engine/runtime/parallel.h"
 #include "engine/runtime/region_barriers.h"
+#include "executor_test_ops.h"
 #include "kernels/kernels.h"
 
 namespace aft {
 namespace {
-
-// Row r, column c: r + c / 1000. Touches state in the sense of the executor (the default: not
-// only its tensors), so a barrier follows it.
-class SourceOp final : public Op {
- public:
-  void run(const ExecContext&, const std::vector<Tensor>&, const Tensor& out) const override {
-    for (std::size_t r = 0; r < out.rows; ++r) {
-      for (std::size_t c = 0; c < out.width; ++c) out.row(r)[c] = r + c / 1000.0f;
-    }
-  }
-};
 
 // factor x its input, each member a range of columns.
 class ScaleOp final : public Op {
@@ -52,21 +42,6 @@ class ScaleOp final : public Op {
   float factor_;
 };
 
-// The sum of its inputs, on one thread (Op::run_in_team's default).
-class SumOp final : public Op {
- public:
-  void run(const ExecContext&, const std::vector<Tensor>& inputs,
-           const Tensor& out) const override {
-    for (std::size_t r = 0; r < out.rows; ++r) {
-      for (std::size_t c = 0; c < out.width; ++c) {
-        float sum = 0;
-        for (const Tensor& in : inputs) sum += in.row(r)[c];
-        out.row(r)[c] = sum;
-      }
-    }
-  }
-};
-
 constexpr std::size_t kWidth = 4096;
 
 // source; a = 2 source; b = 3 source; c = 5 a; sum(a, b, c): no barrier between a and b only.
@@ -86,7 +61,7 @@ struct ScaledSums {
 std::vector<bool> barriers_of(const Graph& graph, const BufferPlan& plan,
                               const std::vector<std::size_t>& node_rows) {
   RegionBarriers barriers;
-  barriers.plan(graph, plan, node_rows);
+  barriers.plan(graph, plan, node_rows, std::vector<bool>(node_rows.size(), false));
   std::vector<bool> after;
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) after.push_back(barriers.after(i));
   return after;
@@ -111,13 +86,13 @@ TEST(RegionBarriers, PlannedAgainForOtherRows) {
   RegionBarriers barriers;  // one object, as a session's scratch keeps it from call to call
   for (const std::vector<std::size_t>& rows :
        {std::vector<std::size_t>{1, 1, 1, 1, 1}, {1, 1, 0, 1, 1}, {1, 1, 1, 1, 1}}) {
-    barriers.plan(g.graph, plan, rows);
+    barriers.plan(g.graph, plan, rows, std::vector<bool>(rows.size(), false));
     EXPECT_EQ(barriers.after(g.a), rows[g.b] == 0);
   }
   // The same rows of another graph's buffers.
   BufferPlan other = plan;
   other.value_buffer[g.b] = other.value_buffer[g.a];
-  barriers.plan(g.graph, other, {1, 1, 1, 1, 1});
+  barriers.plan(g.graph, other, {1, 1, 1, 1, 1}, std::vector<bool>(5, false));
   EXPECT_TRUE(barriers.after(g.a));
 }
 

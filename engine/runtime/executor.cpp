@@ -1,6 +1,7 @@
 #include "executor.h"
 
 #include "kernels/thread_team.h"
+#include "prepared_inputs.h"
 #include "region_barriers.h"
 
 namespace aft {
@@ -49,12 +50,36 @@ class NodeTensors {
   std::size_t rows_, output_rows_;
 };
 
-// What a call in one region decides before it: the rows each node computes, and where the members
-// wait for each other. In the calling thread's scratch, read by every member.
-struct RegionPlan {
+// What a call decides before it runs its nodes: the rows each node computes, which nodes find their
+// input prepared, and (in one region) where the members wait for each other. In the calling
+// thread's scratch, read by every member.
+struct CallPlan {
   std::vector<std::size_t> node_rows;
+  std::vector<bool> prepared;
   RegionBarriers barriers;
 };
+
+// The call's CallPlan, but for the barriers; for a region, each op's prepare() too.
+CallPlan& plan_call(const Graph& graph, const BufferPlan& plan, const NodeTensors& tensors,
+                    const ExecContext& ctx, bool region) {
+  std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
+  CallPlan& call = ctx.scratch.local<CallPlan>();
+  call.node_rows.clear();
+  for (const Node& node : graph.nodes()) {
+    const Tensor out = tensors.gather(node, inputs);
+    call.node_rows.push_back(out.rows);
+    if (out.rows > 0 && region) node.op->prepare(ctx, out.rows);
+  }
+  plan_prepared_inputs(graph, plan, ctx, call.node_rows, call.prepared);
+  return call;
+}
+
+// ctx for node i of the call.
+ExecContext node_context(const ExecContext& ctx, const CallPlan& call, std::size_t i) {
+  ExecContext node_ctx = ctx;
+  node_ctx.input_prepared = call.prepared[i];
+  return node_ctx;
+}
 
 // One run of the team for the whole call (a decoded token, or a batch's): each op splits its work
 // over the team, a barrier between ops where one reads what another wrote (region_barriers.h),
@@ -62,15 +87,8 @@ struct RegionPlan {
 // barrier); the first one is rethrown after the region.
 void execute_in_one_region(const Graph& graph, const BufferPlan& plan, const NodeTensors& tensors,
                            const ExecContext& ctx) {
-  std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
-  RegionPlan& region = ctx.scratch.local<RegionPlan>();
-  region.node_rows.clear();
-  for (const Node& node : graph.nodes()) {
-    const Tensor out = tensors.gather(node, inputs);
-    region.node_rows.push_back(out.rows);
-    if (out.rows > 0) node.op->prepare(ctx, out.rows);
-  }
-  region.barriers.plan(graph, plan, region.node_rows);
+  CallPlan& region = plan_call(graph, plan, tensors, ctx, true);
+  region.barriers.plan(graph, plan, region.node_rows, region.prepared);
   kernels::FirstException error;
   kernels::ThreadTeam& threads = kernels::ThreadTeam::of_this_thread();
   threads.run(ctx.n_threads, [&](Team team) {
@@ -80,7 +98,7 @@ void execute_in_one_region(const Graph& graph, const BufferPlan& plan, const Nod
       error.run([&] {
         std::vector<Tensor>& node_inputs = ctx.scratch.local<NodeInputs>().tensors;
         const Tensor out = tensors.gather(nodes[i], node_inputs);
-        nodes[i].op->run_in_team(ctx, node_inputs, out, team);
+        nodes[i].op->run_in_team(node_context(ctx, region, i), node_inputs, out, team);
       });
       if (region.barriers.after(i)) threads.barrier(team);
     }
@@ -96,10 +114,13 @@ Tensor execute(const Graph& graph, const BufferPlan& plan, const std::vector<flo
   if (ctx.one_region && ctx.n_threads > 1) {
     execute_in_one_region(graph, plan, tensors, ctx);
   } else {
+    const CallPlan& call = plan_call(graph, plan, tensors, ctx, false);
     std::vector<Tensor>& inputs = ctx.scratch.local<NodeInputs>().tensors;
-    for (const Node& node : graph.nodes()) {
-      const Tensor out = tensors.gather(node, inputs);
-      if (out.rows > 0) node.op->run(ctx, inputs, out);
+    const std::vector<Node>& nodes = graph.nodes();
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (call.node_rows[i] == 0) continue;
+      const Tensor out = tensors.gather(nodes[i], inputs);
+      nodes[i].op->run(node_context(ctx, call, i), inputs, out);
     }
   }
   const ValueId out = graph.output();

@@ -17,6 +17,10 @@ void Op::run_in_team(const ExecContext& ctx, const std::vector<Tensor>& inputs, 
 
 bool Op::touches_only_its_tensors(std::size_t) const { return false; }
 
+PreparedInput Op::prepares_input(const ExecContext&, std::size_t) const {
+  return PreparedInput::None;
+}
+
 ValueId Graph::add_node(std::unique_ptr<Op> op, std::vector<ValueId> inputs,
                         const std::string& name, std::size_t width, RowSet rows) {
   for (ValueId input : inputs) {

@@ -37,6 +37,11 @@ struct ExecContext {
   // Run this call's ops in a single parallel region (executor.cpp): a decoded token, or a batch's
   // tokens (one per sequence).
   bool one_region = false;
+  // Set by the executor for one node: the node that ran before it prepared this node's first input
+  // the same way for the same rows (Op::prepares_input) into the scratch the threads share, and
+  // nothing has written the input since. The op reads what is there instead of preparing it again:
+  // a batch's query, key and value products quantize their norm once.
+  bool input_prepared = false;
 
   // Whether every row is a token of one sequence (a prompt's rows see each other).
   bool one_sequence() const { return n_sequences == 1; }
@@ -49,6 +54,10 @@ struct ExecContext {
     return state_of(row).position + (one_sequence() ? static_cast<int64_t>(row) : 0);
   }
 };
+
+// What an op makes of its first input before its products, in the scratch its threads share
+// (Scratch::shared): nothing, its rows quantized to 8-bit blocks, or rounded to bf16.
+enum class PreparedInput { None, Q8_0, Bf16 };
 
 class Op {
  public:
@@ -71,6 +80,11 @@ class Op {
   // no sync between them. Then the executor may leave out the barrier between it and a
   // neighbour of the same kind that does not read what it writes (region_barriers.h).
   virtual bool touches_only_its_tensors(std::size_t rows) const;
+  // What a call of `rows` rows (of ctx's kind: a prompt's, a batch's, in one region or not)
+  // prepares of inputs[0] for the next node to reuse (ExecContext::input_prepared). An op that
+  // prepares it does so before its members sync, and otherwise touches only its tensors, so a
+  // neighbour that reuses it needs no barrier after it (region_barriers.h).
+  virtual PreparedInput prepares_input(const ExecContext& ctx, std::size_t rows) const;
 };
 
 using ValueId = std::size_t;

@@ -12,8 +12,12 @@ bool contains(const std::vector<std::size_t>& buffers, std::size_t buffer) {
 }  // namespace
 
 void RegionBarriers::plan(const Graph& graph, const BufferPlan& buffers,
-                          const std::vector<std::size_t>& node_rows) {
-  if (&graph == graph_ && &buffers == buffers_ && node_rows == node_rows_) return;
+                          const std::vector<std::size_t>& node_rows,
+                          const std::vector<bool>& prepared) {
+  if (&graph == graph_ && &buffers == buffers_ && node_rows == node_rows_ &&
+      prepared == prepared_) {
+    return;
+  }
   // Kept only once whole: an allocation that fails below leaves no plan to reuse.
   graph_ = nullptr;
   const std::vector<Node>& nodes = graph.nodes();
@@ -25,11 +29,11 @@ void RegionBarriers::plan(const Graph& graph, const BufferPlan& buffers,
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (node_rows[i] == 0) continue;
     const Node& node = nodes[i];
-    const bool local = node.op->touches_only_its_tensors(node_rows[i]);
+    const bool local = prepared[i] || node.op->touches_only_its_tensors(node_rows[i]);
     const std::size_t output = buffers.value_buffer[node.output];
     if (previous < nodes.size()) {
-      bool independent =
-          previous_local && local && !contains(read_, output) && !contains(written_, output);
+      bool independent = (previous_local || prepared[i]) && local && !contains(read_, output) &&
+                         !contains(written_, output);
       for (ValueId input : node.inputs) {
         independent = independent && !contains(written_, buffers.value_buffer[input]);
       }
@@ -46,6 +50,7 @@ void RegionBarriers::plan(const Graph& graph, const BufferPlan& buffers,
   }
   if (previous < nodes.size()) after_[previous] = true;
   node_rows_ = node_rows;
+  prepared_ = prepared;
   buffers_ = &buffers;
   graph_ = &graph;
 }

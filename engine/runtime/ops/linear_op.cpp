@@ -87,31 +87,27 @@ class LinearOp final : public Op {
            const Tensor& out) const override {
     const Tensor& in = inputs[0];
     const float* residual = inputs.size() > 1 ? inputs[1].data : nullptr;
-    const CallSplit split{ctx.n_threads};
-    if (w_.type == kernels::WeightType::Q8_0 && out.rows != 1) {
-      // A prompt's rows as a batch's: integer products of 8-bit blocks (VNNI where the CPU has
-      // it), faster than widening W to f32 for oneDNN, and each row the bits it gets decoded
-      // alone.
-      reserve_input(ctx, out.rows, Input::Quantized);
-      products(ctx, w_, Input::Quantized, in, residual, out, split);
-      return;
-    }
-    const bool prompt = out.rows != 1 && ctx.one_sequence();
-    // A prompt on a table whose bf16 batch GEMV runs on tiles, of a few rows with bf16 weights on
-    // the units (the Matmul would widen W to f32 for them), or of f32 weights on a table whose
-    // f32 batch GEMV takes prompts: the batch GEMV, with the bits of each row decoded alone (an
-    // f32 model at MatmulPrecision::BF16 on tiles: those of its bf16 file).
-    const bool tile_prompt = prompt && tile_prompts_;
-    if (prompt && !tile_prompt && !f32_prompts_on_gemv_ &&
-        !(rounds_to_bf16_ && out.rows <= kernels::kMatmulRuntimeRows)) {
+    const Input input = input_of(ctx, out.rows);
+    if (input == Input::Matmul) {
       matmul_->run(out.rows, in.data, out.data, ctx.n_threads, residual,
                    ctx.scratch.local<kernels::MatmulScratch>());
       return;
     }
-    const Input input =
-        (rounds_to_bf16_ || tile_prompt) && out.rows != 1 ? Input::Rounded : Input::AsIs;
+    const bool tile_prompt = out.rows != 1 && ctx.one_sequence() && tile_prompts_;
     reserve_input(ctx, out.rows, input);
-    products(ctx, tile_prompt ? bf16_prompt_weights(ctx) : w_, input, in, residual, out, split);
+    products(ctx, tile_prompt ? bf16_prompt_weights(ctx) : w_, input, in, residual, out,
+             CallSplit{ctx.n_threads});
+  }
+
+  PreparedInput prepares_input(const ExecContext& ctx, std::size_t rows) const override {
+    switch (input_of(ctx, rows)) {
+      case Input::Quantized:
+        return PreparedInput::Q8_0;
+      case Input::Rounded:
+        return PreparedInput::Bf16;
+      default:
+        return PreparedInput::None;
+    }
   }
 
   // A decoded token, or a batch's (a token per sequence), in one region: run()'s split.
@@ -134,8 +130,25 @@ class LinearOp final : public Op {
   // row, which each thread quantizes or rounds itself, as it needs), or all rows prepared once,
   // split among the threads: quantized to 8-bit blocks (q8_0) or rounded to bf16 (bf16 weights
   // on the matrix units). Every thread preparing all of a batch's rows took 8% of a step of 16
-  // (docs/benchmarks.md).
-  enum class Input { AsIs, Quantized, Rounded };
+  // (docs/benchmarks.md). Or a prompt's product is oneDNN's (Matmul), which takes the rows as
+  // they are.
+  enum class Input { AsIs, Quantized, Rounded, Matmul };
+
+  // A call's, of `rows` rows.
+  Input input_of(const ExecContext& ctx, std::size_t rows) const {
+    if (rows == 1 || !ctx.one_sequence()) return batch_input(rows);
+    // A prompt. Of q8_0 weights: its rows as a batch's, integer products of 8-bit blocks (VNNI
+    // where the CPU has it), faster than widening W to f32 for oneDNN, and each row the bits it
+    // gets decoded alone. On a table whose bf16 batch GEMV runs on tiles, of a few rows with bf16
+    // weights on the units (the Matmul would widen W to f32 for them), or of f32 weights on a
+    // table whose f32 batch GEMV takes prompts: the batch GEMV, with the bits of each row decoded
+    // alone (an f32 model at MatmulPrecision::BF16 on tiles: those of its bf16 file).
+    if (w_.type == kernels::WeightType::Q8_0) return Input::Quantized;
+    if (tile_prompts_) return Input::Rounded;
+    if (f32_prompts_on_gemv_) return Input::AsIs;
+    if (rounds_to_bf16_ && rows <= kernels::kMatmulRuntimeRows) return Input::Rounded;
+    return Input::Matmul;
+  }
 
   // A decode's: a batch's rows are prepared once where the weights need it.
   Input batch_input(std::size_t rows) const {
@@ -160,26 +173,31 @@ class LinearOp final : public Op {
   void products(const ExecContext& ctx, const kernels::WeightMatrix& w, Input input,
                 const Tensor& in, const float* residual, const Tensor& out,
                 const Split& split) const {
+    // Prepared by the node before (ExecContext::input_prepared), or here.
     const QuantizedInput* quantized = nullptr;
     const RoundedInput* rounded = nullptr;
     if (input == Input::Quantized) {
       SharedQuantizedInput& x = ctx.scratch.shared<SharedQuantizedInput>();
-      split.ranges(
-          out.rows, 1, in_width_ * kPrepareWorkPerValue, [&](std::size_t begin, std::size_t end) {
-            ctx.kernels.quantize_q8_0((end - begin) * in_width_, in.row(begin),
-                                      x.values.data() + begin * in_width_,
-                                      x.scales.data() + begin * in_width_ / kernels::kQ8BlockSize);
-          });
+      if (!ctx.input_prepared) {
+        split.ranges(
+            out.rows, 1, in_width_ * kPrepareWorkPerValue, [&](std::size_t begin, std::size_t end) {
+              ctx.kernels.quantize_q8_0(
+                  (end - begin) * in_width_, in.row(begin), x.values.data() + begin * in_width_,
+                  x.scales.data() + begin * in_width_ / kernels::kQ8BlockSize);
+            });
+        split.sync();
+      }
       quantized = &x;
-      split.sync();
     } else if (input == Input::Rounded) {
       SharedRoundedInput& x = ctx.scratch.shared<SharedRoundedInput>();
-      split.ranges(out.rows, 1, in_width_ * kPrepareWorkPerValue,
-                   [&](std::size_t begin, std::size_t end) {
-                     round_rows_to_bf16(ctx.kernels, in, begin, end, x.values.data());
-                   });
+      if (!ctx.input_prepared) {
+        split.ranges(out.rows, 1, in_width_ * kPrepareWorkPerValue,
+                     [&](std::size_t begin, std::size_t end) {
+                       round_rows_to_bf16(ctx.kernels, in, begin, end, x.values.data());
+                     });
+        split.sync();
+      }
       rounded = &x;
-      split.sync();
     }
     split.grid(out.rows, kVectorAlign, input_row_bytes(input), out_width_, kRowAlign,
                row_bytes(w.type), in_width_,
