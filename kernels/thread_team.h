@@ -138,4 +138,25 @@ void parallel_parts(std::size_t parts, int threads, const Body& body) {
   error.rethrow();
 }
 
+// Runs body(part) for every part in [0, parts) on `parts` threads of this thread's team, part p on
+// member p: a split made alike from call to call puts a part on the same thread each time, so what
+// one call wrote there the next finds in that core's cache (a nested call: this thread, in order).
+// What body throws reaches the caller after every part ran (the first exception, if several).
+template <class Body>
+void parallel_members(std::size_t parts, const Body& body) {
+  FirstException error;
+  const auto each = [&](TeamMember member) {
+    for (auto p = static_cast<std::size_t>(member.id); p < parts;
+         p += static_cast<std::size_t>(member.size)) {
+      error.run([&] { body(p); });
+    }
+  };
+  if (parts <= 1) {
+    each(TeamMember{0, 1});
+  } else {
+    ThreadTeam::of_this_thread().run(static_cast<int>(parts), each);
+  }
+  error.rethrow();
+}
+
 }  // namespace aft::kernels

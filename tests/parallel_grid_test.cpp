@@ -1,7 +1,8 @@
 // A product's output cut into blocks of rows by ranges of columns (engine/runtime/parallel.h):
 // the cut covers every cell once at aligned starts, reads fewer bytes than columns alone where
 // the weights are few beside the input rows, keeps to columns where they are many, and feeds
-// more threads than a narrow output has column ranges.
+// more threads than a narrow output has column ranges; rows enough for a block a thread go a
+// block to each member in order, as parallel_ranges' ranges do.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/runtime/parallel.h"
+#include "kernels/thread_team.h"
 
 namespace aft {
 namespace {
@@ -73,31 +75,70 @@ TEST(ProductGrid, OddShapesAreCoveredOnce) {
   }
 }
 
-// parallel_grid's parts on 1 to 4 threads: every cell written once, a narrow output's rows
-// spread over more threads than its column ranges.
+// parallel_grid's parts on 1 to 4 threads, by blocks of rows (passes of 64 rows) or by the
+// product_grid cut (passes of all 300): every cell written once.
 TEST(ParallelGrid, EveryCellOnceOnAnyThreadCount) {
   constexpr std::size_t kRows = 300, kCols = 200, kInputs = 512;
   for (int threads = 1; threads <= 4; ++threads) {
-    std::vector<std::atomic<int>> seen(kRows * kCols);
-    parallel_grid(kRows, 32, kInputs * 4, kCols, 64, kInputs * 4, threads, kInputs,
-                  [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
-                    EXPECT_EQ(r0 % 32, 0u);
-                    EXPECT_EQ(c0 % 64, 0u);
-                    for (std::size_t r = r0; r < r1; ++r) {
-                      for (std::size_t c = c0; c < c1; ++c) seen[r * kCols + c].fetch_add(1);
-                    }
-                  });
-    for (std::size_t i = 0; i < seen.size(); ++i) {
-      ASSERT_EQ(seen[i].load(), 1)
-          << threads << " threads, row " << i / kCols << ", column " << i % kCols;
+    for (std::size_t pass_rows : {std::size_t{64}, kRows}) {
+      std::vector<std::atomic<int>> seen(kRows * kCols);
+      parallel_grid(kRows, 32, kInputs * 4, kCols, 64, kInputs * 4, pass_rows, threads, kInputs,
+                    [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+                      EXPECT_EQ(r0 % 32, 0u);
+                      EXPECT_EQ(c0 % 64, 0u);
+                      for (std::size_t r = r0; r < r1; ++r) {
+                        for (std::size_t c = c0; c < c1; ++c) seen[r * kCols + c].fetch_add(1);
+                      }
+                    });
+      for (std::size_t i = 0; i < seen.size(); ++i) {
+        ASSERT_EQ(seen[i].load(), 1) << threads << " threads, passes of " << pass_rows
+                                     << " rows, row " << i / kCols << ", column " << i % kCols;
+      }
     }
+  }
+}
+
+// A prompt of 512 rows on 2 and 3 threads, passes of 128 rows: a block of rows a member, block p
+// on member p, every column, as parallel_ranges gives row ranges.
+TEST(ParallelGrid, ABlockOfRowsOnEachMemberInOrder) {
+  for (int threads : {2, 3}) {
+    std::vector<std::vector<std::size_t>> parts(static_cast<std::size_t>(threads));
+    parallel_grid(512, 32, 2048, 512, 64, 2048, 128, threads, 512,
+                  [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+                    EXPECT_EQ(c0, 0u);
+                    EXPECT_EQ(c1, 512u);
+                    parts[static_cast<std::size_t>(kernels::ThreadTeam::this_member())] =
+                        std::vector<std::size_t>{r0, r1};
+                  });
+    const std::size_t per = threads == 2 ? 256 : 192;  // 512 / threads, up to a multiple of 32
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      EXPECT_EQ(parts[p],
+                (std::vector<std::size_t>{p * per, std::min<std::size_t>(512, (p + 1) * per)}))
+          << threads << " threads, member " << p;
+    }
+  }
+}
+
+// parallel_ranges' range p runs on member p, whatever the thread count.
+TEST(ParallelRanges, RangePOnMemberP) {
+  for (int threads : {2, 3, 4}) {
+    std::vector<std::atomic<int>> seen(1000);
+    const Ranges r = split_ranges(1000, 8, threads, kMinWorkPerThread);
+    ASSERT_EQ(r.parts, static_cast<std::size_t>(threads));
+    parallel_ranges(1000, 8, threads, kMinWorkPerThread, [&](std::size_t begin, std::size_t end) {
+      EXPECT_EQ(begin % r.per, 0u);
+      EXPECT_EQ(static_cast<std::size_t>(kernels::ThreadTeam::this_member()), begin / r.per);
+      for (std::size_t i = begin; i < end; ++i) seen[i].fetch_add(1);
+    });
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      ASSERT_EQ(seen[i].load(), 1) << threads << " " << i;
   }
 }
 
 TEST(ParallelGrid, ANarrowOutputsRowsFeedEveryThread) {
   // 64 columns are one range: the rows alone can keep 4 threads busy.
   std::atomic<std::size_t> parts{0};
-  parallel_grid(512, 32, 2048, 64, 64, 2048, 4, 512,
+  parallel_grid(512, 32, 2048, 64, 64, 2048, 512, 4, 512,
                 [&](std::size_t, std::size_t, std::size_t c0, std::size_t c1) {
                   EXPECT_EQ(c0, 0u);
                   EXPECT_EQ(c1, 64u);

@@ -84,6 +84,32 @@ TEST(ThreadTeam, ParallelPartsCoversEveryPartOnceAtAnyThreadCount) {
   }
 }
 
+TEST(ThreadTeam, ParallelMembersRunsPartPOnMemberP) {
+  for (std::size_t parts : {0, 1, 2, 3, 7}) {
+    std::vector<std::atomic<int>> seen(parts);
+    parallel_members(parts, [&](std::size_t p) {
+      EXPECT_EQ(static_cast<std::size_t>(ThreadTeam::this_member()), parts > 1 ? p : 0);
+      seen[p].fetch_add(1);
+    });
+    for (std::size_t p = 0; p < parts; ++p) ASSERT_EQ(seen[p].load(), 1) << parts << " " << p;
+  }
+  // Nested in a run: every part on this thread, in order.
+  ThreadTeam::of_this_thread().run(2, [](TeamMember) {
+    std::vector<std::size_t> order;
+    parallel_members(3, [&](std::size_t p) { order.push_back(p); });
+    EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2}));
+  });
+  // A part that throws: the others still run, the first error reaches the caller.
+  std::atomic<int> ran{0};
+  EXPECT_THROW(parallel_members(3,
+                                [&](std::size_t p) {
+                                  ran.fetch_add(1);
+                                  if (p == 1) throw std::runtime_error("part 1");
+                                }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 3);
+}
+
 TEST(ThreadTeam, AFreeThreadRunsThePartsASlowOneHasNotClaimed) {
   // The first part claimed waits until every other part has run: only the other thread can run
   // them (the deadline keeps a regression from hanging the suite).

@@ -42,27 +42,33 @@ inline Ranges split_ranges(std::size_t n, std::size_t align, int n_threads,
                         std::min(static_cast<std::size_t>(std::max(n_threads, 1)), worth));
 }
 
-// A call's threads claim its ranges as each finishes one (kernels::parallel_parts), this many a
-// thread: a thread slowed by the machine (another process on its core, a slower vCPU of a guest)
-// leaves its later ranges to the others instead of keeping them waiting at the end of the op.
-// Measured on a 2-vCPU Zen 3 guest, enwik8-local f32 pp512 at 2 threads, three rounds alternated:
-// one range a thread 1,265-1,394 tokens/s, 4 a thread 1,535-1,610 (2 no better than one; 8 and 16
-// no better than 4).
-constexpr std::size_t kRangesPerThread = 4;
-
-// What body throws reaches the caller after every range ran (the first exception, if several).
+// split_ranges' ranges, range p on member p of the caller's team (kernels::parallel_members): an
+// op that splits its rows as the op before did reads them on the core that wrote them. On a 2-vCPU
+// Zen 5 guest a thread read what the other wrote at 25-32 GB/s against 42-86 its own; there, with
+// a prompt's products split by blocks of rows alike (parallel_grid), pp512 at 2 threads ran
+// 1.05-1.17x (enwik8-simple f32), 1.07-1.11x (enwik8-local), 1.03-1.06x (AFT-full), 1.18-1.33x
+// (q8_0) and 1.03-1.11x (bf16) as fast as with 4 ranges a thread claimed as each finished one
+// (docs/benchmarks.md, fifty-third session). What body throws reaches the caller after every range
+// ran (the first exception, if several).
 template <class Body>
 void parallel_ranges(std::size_t n, std::size_t align, int n_threads, std::size_t cost_per_item,
                      const Body& body) {
-  const Ranges threads = split_ranges(n, align, n_threads, cost_per_item);
-  if (threads.parts <= 1) {
+  const Ranges r = split_ranges(n, align, n_threads, cost_per_item);
+  if (r.parts <= 1) {
     body(std::size_t{0}, n);
     return;
   }
-  const Ranges r = aligned_ranges(n, align, threads.parts * kRangesPerThread);
-  kernels::parallel_parts(r.parts, static_cast<int>(threads.parts),
-                          [&](std::size_t p) { body(p * r.per, std::min(n, (p + 1) * r.per)); });
+  kernels::parallel_members(r.parts,
+                            [&](std::size_t p) { body(p * r.per, std::min(n, (p + 1) * r.per)); });
 }
+
+// Where a product's rows are too few for a block of them a thread (parallel_grid), its threads
+// claim its parts as each finishes one (kernels::parallel_parts), this many a thread: a thread
+// slowed by the machine (another process on its core, a slower vCPU of a guest) leaves its later
+// parts to the others instead of keeping them waiting at the end of the op. Measured on a 2-vCPU
+// Zen 3 guest, enwik8-local f32 pp512 at 2 threads, three rounds alternated: one range a thread
+// 1,265-1,394 tokens/s, 4 a thread 1,535-1,610 (2 no better than one; 8 and 16 no better than 4).
+constexpr std::size_t kRangesPerThread = 4;
 
 // A product's output, rows (inputs) by columns (weights), cut into blocks of rows by ranges of
 // columns: each part reads its rows of the input and its columns of the weights.
@@ -101,13 +107,16 @@ inline Grid product_grid(std::size_t rows, std::size_t row_align, std::size_t ro
   return best;
 }
 
-// parallel_ranges over a product's output: body(r0, r1, c0, c1) for each part of the
-// product_grid cut, kRangesPerThread parts a thread, on as many threads as its cells are worth
-// (cost_per_cell work units each).
+// A product's output split over as many threads as its cells are worth (cost_per_cell work units
+// each): body(r0, r1, c0, c1) for each part. Where every thread gets at least pass_rows rows (those
+// a part computes for each read of its weights: no weight is then read more often than by column
+// ranges), a block of rows a thread with every column, block p on member p (parallel_ranges):
+// each input row is read by one thread, the one that wrote it if the op before split its rows so.
+// Otherwise the product_grid cut, kRangesPerThread parts a thread, claimed as each finishes one.
 template <class Body>
 void parallel_grid(std::size_t rows, std::size_t row_align, std::size_t row_bytes, std::size_t cols,
-                   std::size_t col_align, std::size_t col_bytes, int n_threads,
-                   std::size_t cost_per_cell, const Body& body) {
+                   std::size_t col_align, std::size_t col_bytes, std::size_t pass_rows,
+                   int n_threads, std::size_t cost_per_cell, const Body& body) {
   const std::size_t cells =
       ((rows + row_align - 1) / row_align) * ((cols + col_align - 1) / col_align);
   const std::size_t worth =
@@ -116,6 +125,13 @@ void parallel_grid(std::size_t rows, std::size_t row_align, std::size_t row_byte
       std::min({static_cast<std::size_t>(std::max(n_threads, 1)), worth, cells});
   if (threads <= 1) {
     body(std::size_t{0}, rows, std::size_t{0}, cols);
+    return;
+  }
+  if (rows >= threads * pass_rows) {
+    const Ranges blocks = aligned_ranges(rows, row_align, threads);
+    kernels::parallel_members(blocks.parts, [&](std::size_t p) {
+      body(p * blocks.per, std::min(rows, (p + 1) * blocks.per), std::size_t{0}, cols);
+    });
     return;
   }
   const Grid g = product_grid(rows, row_align, row_bytes, cols, col_align, col_bytes,
@@ -155,10 +171,10 @@ struct CallSplit {
   }
   template <class Body>
   void grid(std::size_t rows, std::size_t row_align, std::size_t row_bytes, std::size_t cols,
-            std::size_t col_align, std::size_t col_bytes, std::size_t cost_per_cell,
-            const Body& body) const {
-    parallel_grid(rows, row_align, row_bytes, cols, col_align, col_bytes, n_threads, cost_per_cell,
-                  body);
+            std::size_t col_align, std::size_t col_bytes, std::size_t pass_rows,
+            std::size_t cost_per_cell, const Body& body) const {
+    parallel_grid(rows, row_align, row_bytes, cols, col_align, col_bytes, pass_rows, n_threads,
+                  cost_per_cell, body);
   }
   void sync() const {}
 };
@@ -172,7 +188,7 @@ struct MemberSplit {
   // A batch's few rows: ranges of columns alone.
   template <class Body>
   void grid(std::size_t rows, std::size_t, std::size_t, std::size_t cols, std::size_t col_align,
-            std::size_t, std::size_t cost_per_cell, const Body& body) const {
+            std::size_t, std::size_t, std::size_t cost_per_cell, const Body& body) const {
     team_ranges(cols, col_align, team, rows * cost_per_cell,
                 [&](std::size_t c0, std::size_t c1) { body(std::size_t{0}, rows, c0, c1); });
   }

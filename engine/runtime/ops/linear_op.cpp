@@ -200,7 +200,7 @@ class LinearOp final : public Op {
       rounded = &x;
     }
     split.grid(out.rows, kVectorAlign, input_row_bytes(input), out_width_, kRowAlign,
-               row_bytes(w.type), in_width_,
+               row_bytes(w.type), kVectorsPerPass, in_width_,
                [&](std::size_t r0, std::size_t r1, std::size_t begin, std::size_t end) {
                  gemv_rows(ctx, w, in, quantized, rounded, residual, out, r0, r1, begin, end);
                });
