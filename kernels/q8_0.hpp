@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
@@ -102,7 +103,8 @@ template <class A, std::size_t G>
 }
 
 // gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v], extras[v]: Q8GroupDot's extra of
-// each of vector v's blocks; 2 <= V <= D::kVectors): each weight register serves them all, and
+// each of vector v's blocks; 2 <= V <= D::kVectors, or 1 where D::kAloneByGroups): each weight
+// register serves them all, and
 // each (row, vector) gets the same integer sums and the same fma per block, in the same order: the
 // bits of gemv_groups_q8_0 for each vector.
 template <class A, std::size_t G, std::size_t V>
@@ -195,7 +197,7 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
     if constexpr (V > 1) {
       using E = typename Q8GroupDot<A>::Extra;
       E* table = nullptr;
-      if (n_vectors >= 2 && rows >= kPassRows) {
+      if (Q8GroupDot<A>::kAloneByGroups || (n_vectors >= 2 && rows >= kPassRows)) {
         table = static_cast<E*>(thread_scratch(n_vectors * blocks * sizeof(E)));
         for (std::size_t v = 0; v < n_vectors; ++v) {
           for (std::size_t b = 0; b < blocks; ++b) {
@@ -208,6 +210,23 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
       return nullptr;
     }
   }();
+  // Vector v alone on G groups from row r, n of their rows written.
+  const auto alone = [&](auto groups, std::size_t r, std::size_t v, std::size_t n, Q8Prefetch<A> pq,
+                         Q8Prefetch<A> pd) {
+    constexpr std::size_t kGroups = decltype(groups)::value;
+    const float* b = bias ? bias + r : nullptr;
+    if constexpr (Q8GroupDot<A>::kAloneByGroups) {
+      const int8_t* x[1] = {xq + v * cols};
+      const float* d[1] = {xd + v * blocks};
+      const typename Q8GroupDot<A>::Extra* e[1] = {extras + v * blocks};
+      float* out[1] = {y + v * y_stride + r};
+      gemv_groups_q8_0_vectors<A, kGroups, 1>(blocks, wq + r * cols, wd + r * blocks, x, d, e, b, n,
+                                              out, pq, pd);
+    } else {
+      gemv_groups_q8_0<A, kGroups>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols,
+                                   xd + v * blocks, b, n, y + v * y_stride + r, pq, pd);
+    }
+  };
   std::size_t r = 0;
   for (; r + kPassRows <= rows; r += kPassRows) {
     std::size_t v = 0;
@@ -232,16 +251,14 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
     }
     for (; v < n_vectors; ++v) {
       const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
-      gemv_groups_q8_0<A, G>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
-                             bias ? bias + r : nullptr, kPassRows, y + v * y_stride + r, pq, pd);
+      alone(std::integral_constant<std::size_t, G>{}, r, v, kPassRows, pq, pd);
     }
   }
   for (; r < rows; r += kQ8GroupRows) {
     const std::size_t n = rows - r < kQ8GroupRows ? rows - r : kQ8GroupRows;
     for (std::size_t v = 0; v < n_vectors; ++v) {
       const auto [pq, pd] = shares(r, v, n_vectors, kQ8GroupRows);
-      gemv_groups_q8_0<A, 1>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols, xd + v * blocks,
-                             bias ? bias + r : nullptr, n, y + v * y_stride + r, pq, pd);
+      alone(std::integral_constant<std::size_t, 1>{}, r, v, n, pq, pd);
     }
   }
 }

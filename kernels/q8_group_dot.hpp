@@ -8,14 +8,18 @@
 //   kPrefetchAlone                whether the GEMV of one vector prefetches the next pass's
 //                                 weights (batches always do)
 //   kPrefetchTo                   the cache level those prefetches fill
-//   X prepare(const int8_t* x)   a block of activation quants, prepared once per pass
+//   kAloneByGroups                whether one vector, too, takes dot_groups (V = 1) and its
+//                                 blocks' extras, computed once per GEMV, rather than dot
+//   X prepare(const int8_t* x)   (unless kAloneByGroups) a block of activation quants, prepared
+//                                 once per pass
 //   void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums)
-//                                 sums[p], p < kParts: rows [p L, p L + L) of the group (L int32
-//                                 lanes), each lane the exact dot product of its row's block
-//   dot_groups<G, V> (kVectors > 1) the same sums for G groups and V (2 to kVectors) blocks of
-//                                 activation quants at once, each weight register loaded once
-//                                 for all the vectors, each step's broadcast quants once for all
-//                                 the groups
+//                                 (unless kAloneByGroups) sums[p], p < kParts: rows
+//                                 [p L, p L + L) of the group (L int32 lanes), each lane the
+//                                 exact dot product of its row's block
+//   dot_groups<G, V> (kVectors > 1) the same sums for G groups and V (2 to kVectors; 1 too where
+//                                 kAloneByGroups) blocks of activation quants at once, each
+//                                 weight register loaded once for all the vectors, each step's
+//                                 broadcast quants once for all the groups
 //   Extra extra(const int8_t* x)  (kVectors > 1) what dot_groups needs of a block besides its
 //                                 quants, computed once per GEMV for every pass
 // Each step multiplies a register of weights by the step's 4 activation quants broadcast to
@@ -56,6 +60,7 @@ struct Q8GroupDot<xsimd::sse2> {
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  static constexpr bool kAloneByGroups = false;
   struct X {
     __m128i step[8];  // x[4s..4s+3] as int16, twice
   };
@@ -239,6 +244,9 @@ struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> : Q8SignTrick<xsimd::fma3<xsimd::avx
   static constexpr std::size_t kVectors = 4;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  // One vector through dot_groups: on a Zen 5 (aft-gemv-bench 1024 1024 avx2) level in cache and
+  // from memory at best, up to 0.8x in cache.
+  static constexpr bool kAloneByGroups = false;
 };
 #endif
 
@@ -255,6 +263,8 @@ struct Q8GroupDot<xsimd::avx512f> : Q8SignTrick<xsimd::avx512f> {
   static constexpr std::size_t kVectors = 4;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  // One vector through dot_groups (one chain of steps a block): on a Zen 5 0.45-0.75x in cache.
+  static constexpr bool kAloneByGroups = false;
 };
 
 #if defined(__AVX512VNNI__)
@@ -274,10 +284,12 @@ struct Q8GroupDot<xsimd::avx512bw> {
   // Measured on a Zen 5 (aft-gemv-bench 512 2048, weights from memory): 4 to 16 vectors read
   // 1.3-1.5x faster with the next pass prefetched to L2 than to L1, in cache 2-3% faster.
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL2;
-  struct X {
-    __m512i step[8];
-    __m512i offset;  // -128 sum(x): removes the + 128 of the unsigned weights
-  };
+  // A block's offset (below) is a reduction of its 32 quants, as many instructions as the 8 steps
+  // of a group: prepared per block of each pass (one group a pass for one vector), it ran once for
+  // every group. Once per GEMV instead, one vector read 1.2-1.4x faster from memory and ran 1.3x
+  // faster in cache on a Zen 5 (aft-gemv-bench 1024 1024 avx512bf16); docs/benchmarks.md.
+  static constexpr bool kAloneByGroups = true;
+  // -128 sum(x) of a block: removes the + 128 of the unsigned weights.
   using Extra = int32_t;
   // -128 sum(x) of a block: sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by psadbw
   // against zero.
@@ -291,14 +303,8 @@ struct Q8GroupDot<xsimd::avx512bw> {
         _mm_cvtsi128_si32(_mm_add_epi64(pairs, _mm_unpackhi_epi64(pairs, pairs))) - 32 * 128;
     return -128 * sum;
   }
-  static X prepare(const int8_t* x) {
-    X p;
-    for (std::size_t s = 0; s < 8; ++s) p.step[s] = _mm512_set1_epi32(q8_step_quants<A>(x, s));
-    p.offset = _mm512_set1_epi32(block_offset(x));
-    return p;
-  }
   static Extra extra(const int8_t* x) { return block_offset(x); }
-  // The sums of dot for G groups (group g's block at w + g * group_stride) and V vectors (x[v]:
+  // The sums of G groups (group g's block at w + g * group_stride) and V vectors (x[v]:
   // vector v's block of quants, *offsets[v] its block_offset) at once, step after step: each
   // step's weight register, loaded once, serves the V vectors, and each broadcast step of a
   // vector's quants the G groups. The accumulators (G V), the broadcasts (V) and the caller's
@@ -306,7 +312,7 @@ struct Q8GroupDot<xsimd::avx512bw> {
   template <std::size_t G, std::size_t V>
   static void dot_groups(const int8_t* w, std::size_t group_stride, const int8_t* const* x,
                          const Extra* const* offsets, xsimd::batch<int32_t, A> (*sums)[V]) {
-    static_assert(V >= 2 && V <= kVectors, "2 to kVectors vectors");
+    static_assert(V >= 1 && V <= kVectors, "1 to kVectors vectors");
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i acc[G][V];
     for (std::size_t g = 0; g < G; ++g) {
@@ -326,15 +332,6 @@ struct Q8GroupDot<xsimd::avx512bw> {
     for (std::size_t g = 0; g < G; ++g) {
       for (std::size_t v = 0; v < V; ++v) sums[g][v] = acc[g][v];
     }
-  }
-  static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, A>* sums) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i acc[2] = {x.offset, _mm512_setzero_si512()};
-    for (std::size_t s = 0; s < 8; ++s) {
-      const __m512i unsigned_w = _mm512_xor_si512(_mm512_loadu_si512(w + s * 64), flip);
-      acc[s % 2] = _mm512_dpbusd_epi32(acc[s % 2], unsigned_w, x.step[s]);
-    }
-    sums[0] = _mm512_add_epi32(acc[0], acc[1]);
   }
 };
 #endif
@@ -369,6 +366,7 @@ struct Q8GroupDot<xsimd::neon64> : Q8NeonSteps<xsimd::neon64> {
   static constexpr std::size_t kVectors = 1;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  static constexpr bool kAloneByGroups = false;
   static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, xsimd::neon64>* sums) {
     for (std::size_t p = 0; p < kParts; ++p) {
       int32x4_t low = vdupq_n_s32(0), high = vdupq_n_s32(0);  // rows 0-1, 2-3
@@ -402,6 +400,8 @@ struct Q8GroupDot<xsimd::neon> : Q8NeonSteps<xsimd::neon> {
   static constexpr std::size_t kVectors = 4;
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
+  // A block's preparation is its 8 broadcast steps, the work dot_groups does per group as well.
+  static constexpr bool kAloneByGroups = false;
   // sdot needs nothing of a block besides its quants.
   struct Extra {};
   static Extra extra(const int8_t*) { return {}; }
