@@ -286,10 +286,10 @@ struct Q8GroupDot<xsimd::avx512bw> {
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL2;
   // A block's offset (below) is a reduction of its 32 quants, as many instructions as the 8 steps
   // of a group: prepared per block of each pass (one group a pass for one vector), it ran once for
-  // every group. Once per GEMV instead, one vector read 1.2-1.4x faster from memory and ran 1.3x
-  // faster in cache on a Zen 5 (aft-gemv-bench 1024 1024 avx512bf16); docs/benchmarks.md.
+  // every group. Once per GEMV instead, one vector ran 1.0-1.35x as fast in cache and 0.92-1.4x
+  // from memory on a Zen 5 (aft-gemv-bench, three shapes, avx512bf16; docs/benchmarks.md).
   static constexpr bool kAloneByGroups = true;
-  // -128 sum(x) of a block: removes the + 128 of the unsigned weights.
+  // A block's block_offset: removes the + 128 of the unsigned weights.
   using Extra = int32_t;
   // -128 sum(x) of a block: sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by psadbw
   // against zero.
