@@ -106,7 +106,9 @@ template <class A, std::size_t G>
 // each of vector v's blocks; 2 <= V <= D::kVectors, or 1 where D::kAloneByGroups): each weight
 // register serves them all, and
 // each (row, vector) gets the same integer sums and the same fma per block, in the same order: the
-// bits of gemv_groups_q8_0 for each vector.
+// bits of gemv_groups_q8_0 for each vector. Every loop over the accumulators is unrolled and they
+// leave through one array: a loop left rolled indexes them by a variable, and GCC then keeps them
+// on the stack (Q8GroupDot<avx512bw>::dot_groups).
 template <class A, std::size_t G, std::size_t V>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
     std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
@@ -119,12 +121,15 @@ template <class A, std::size_t G, std::size_t V>
   constexpr std::size_t L = B::size;
   constexpr std::size_t kGroupBytes = kQ8GroupRows * kQ8BlockSize;
   B acc[G * P][V];
+#pragma GCC unroll 16
   for (std::size_t i = 0; i < G * P; ++i) {
+#pragma GCC unroll 16
     for (std::size_t v = 0; v < V; ++v) acc[i][v] = B(0.0f);
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const int8_t* x[V];
     const typename D::Extra* block_extras[V];
+#pragma GCC unroll 16
     for (std::size_t v = 0; v < V; ++v) {
       x[v] = xq[v] + b * kQ8BlockSize;
       block_extras[v] = extras[v] + b;
@@ -133,18 +138,24 @@ template <class A, std::size_t G, std::size_t V>
     scales.step();
     I sums[G * P][V];
     D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_extras, sums);
+#pragma GCC unroll 16
     for (std::size_t i = 0; i < G * P; ++i) {
       const B w_scales = B::load_unaligned(wd + (i / P * blocks + b) * kQ8GroupRows + i % P * L);
+#pragma GCC unroll 16
       for (std::size_t v = 0; v < V; ++v) {
         acc[i][v] =
             xsimd::fma(xsimd::batch_cast<float>(sums[i][v]), w_scales * B(xd[v][b]), acc[i][v]);
       }
     }
   }
+  alignas(A::alignment()) float out[V][G * kQ8GroupRows];
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < G * P; ++i) {
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < V; ++v) acc[i][v].store_aligned(out[v] + i * L);
+  }
   for (std::size_t v = 0; v < V; ++v) {
-    alignas(A::alignment()) float out[G * kQ8GroupRows];
-    for (std::size_t i = 0; i < G * P; ++i) acc[i][v].store_aligned(out + i * L);
-    for (std::size_t r = 0; r < rows; ++r) y[v][r] = bias ? out[r] + bias[r] : out[r];
+    for (std::size_t r = 0; r < rows; ++r) y[v][r] = bias ? out[v][r] + bias[r] : out[v][r];
   }
 }
 
