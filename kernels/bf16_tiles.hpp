@@ -182,10 +182,61 @@ template <class A>
   }
 }
 
-// The first n_vectors (a multiple of 32) of gemv_batch_bf16_bf16, a prompt's rows: per slab of
-// rows, per block of 32 vectors, per 16 chunks, pairs of groups (bf16_tile_block).
+// Vectors [v0, n_vectors) 16 at a time by three groups (bf16_tile_pass), over groups [g0, g1) of
+// the weights at w (group g at w + (g - g0) * group_stride): a batch's vectors, and what a
+// prompt's blocks of 32 leave.
 template <class A, class Tiles>
-void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std::size_t n_vectors,
+void bf16_tile_vectors(std::size_t rows, std::size_t chunks, std::size_t group_stride,
+                       const uint16_t* w, std::size_t g0, std::size_t g1, std::size_t v0,
+                       std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
+                       const float* bias, float* y, std::size_t y_stride) {
+  const std::size_t x_bytes = x_stride * sizeof(uint16_t);
+  alignas(64) float c[kBf16TileGroups][kBf16TileVectors * kBf16GroupRows];
+  static constexpr Bf16TileConfigs kConfigs = bf16_tile_configs();
+  for (; v0 < n_vectors; v0 += kBf16TileVectors) {
+    const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
+    const uint16_t* x = xb + v0 * x_stride;
+    Tiles::configure(kConfigs.of[m - 1]);
+    for (std::size_t g = g0; g < g1; g += kBf16TileGroups) {
+      const std::size_t pass = std::min<std::size_t>(kBf16TileGroups, g1 - g);
+      const uint16_t* wg = w + (g - g0) * group_stride;
+      if (pass == 3) {
+        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
+      } else if (pass == 2) {
+        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
+      } else {
+        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
+      }
+      for (std::size_t p = 0; p < pass; ++p) {
+        const std::size_t r0 = (g + p) * kBf16GroupRows;
+        store_group_sums<A>(c[p], m, r0, std::min(kBf16GroupRows, rows - r0), bias,
+                            y + v0 * y_stride, y_stride);
+      }
+    }
+    Tiles::release();
+  }
+}
+
+// The weights of a prompt on the tiles, a slab of groups at a time: packed bf16 ones as they are.
+// A policy whose kStaged is true makes each slab's packed bf16 weights in the room the prompt
+// gives it (q8_0_bf16_tiles.hpp). A template, as every type of the ISA files' headers.
+template <class A>
+struct Bf16Slabs {
+  static constexpr bool kStaged = false;
+  const uint16_t* w;
+
+  // Group g0's weights, the next `groups` groups group_stride values apart.
+  const uint16_t* slab(std::size_t g0, std::size_t /*groups*/, std::size_t group_stride,
+                       uint16_t* /*room*/) const {
+    return w + g0 * group_stride;
+  }
+};
+
+// gemv_batch_bf16_bf16 of a prompt's rows, the weights' groups from `slabs`: per slab of rows,
+// blocks of 32 vectors per 16 chunks by pairs of groups (bf16_tile_block), then the vectors left
+// 16 at a time (bf16_tile_vectors).
+template <class A, class Tiles, class Slabs>
+void bf16_tile_prompt(std::size_t rows, std::size_t cols, const Slabs& slabs, std::size_t n_vectors,
                       const uint16_t* xb, std::size_t x_stride, const float* bias, float* y,
                       std::size_t y_stride) {
   const std::size_t packed_cols = bf16_packed_cols(cols);
@@ -194,26 +245,31 @@ void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std
   const std::size_t group_stride = kBf16GroupRows * packed_cols;
   constexpr std::size_t kTileFloats = kBf16TileVectors * kBf16GroupRows;
   constexpr std::size_t kBlockVectors = 2 * kBf16TileVectors;
+  const std::size_t blocked = n_vectors - n_vectors % kBlockVectors;
   // Groups a slab, even (pairs of groups), and no more than the matrix has: the sums' scratch.
   const std::size_t slab = std::min(
       groups + groups % 2,
       std::max<std::size_t>(2, kBf16PromptSlabBytes / (group_stride * sizeof(uint16_t)) / 2 * 2));
   const std::size_t block_chunks = std::min(chunks, kBf16PromptChunks);
+  const std::size_t a_values = kBlockVectors * block_chunks * kBf16ChunkCols;
+  const std::size_t sum_floats = slab * kBf16GroupRows * kBlockVectors;
+  const std::size_t room_values = Slabs::kStaged ? slab * group_stride : 0;
   auto* a = static_cast<uint16_t*>(
-      thread_scratch(kBlockVectors * block_chunks * kBf16ChunkCols * sizeof(uint16_t) +
-                     slab * kBf16GroupRows * kBlockVectors * sizeof(float)));
-  float* sums = reinterpret_cast<float*>(a + kBlockVectors * block_chunks * kBf16ChunkCols);
+      thread_scratch((a_values + room_values) * sizeof(uint16_t) + sum_floats * sizeof(float)));
+  float* sums = reinterpret_cast<float*>(a + a_values);
+  uint16_t* room = reinterpret_cast<uint16_t*>(sums + sum_floats);
   static constexpr TileConfig kBlockConfig = bf16_block_tile_config();
-  Tiles::configure(kBlockConfig);
   for (std::size_t s0 = 0; s0 < groups; s0 += slab) {
     const std::size_t s1 = std::min(groups, s0 + slab);
-    for (std::size_t v0 = 0; v0 < n_vectors; v0 += kBlockVectors) {
+    const uint16_t* ws = slabs.slab(s0, s1 - s0, group_stride, room);
+    if (blocked > 0) Tiles::configure(kBlockConfig);
+    for (std::size_t v0 = 0; v0 < blocked; v0 += kBlockVectors) {
       const uint16_t* x = xb + v0 * x_stride;
       for (std::size_t k0 = 0; k0 < chunks; k0 += block_chunks) {
         const std::size_t kc = std::min(block_chunks, chunks - k0);
         pack_prompt_block<A>(x, x_stride, k0, kc, a);
         for (std::size_t g0 = s0; g0 < s1; g0 += 2) {
-          const uint16_t* wg = w + g0 * group_stride + k0 * kBf16GroupRows * kBf16ChunkCols;
+          const uint16_t* wg = ws + (g0 - s0) * group_stride + k0 * kBf16GroupRows * kBf16ChunkCols;
           float* c = sums + (g0 - s0) * kBlockVectors * kBf16GroupRows;
           const std::size_t pass = std::min<std::size_t>(2, s1 - g0);
           if (pass == 2) {
@@ -234,48 +290,28 @@ void bf16_tile_prompt(std::size_t rows, std::size_t cols, const uint16_t* w, std
         }
       }
     }
+    if (blocked > 0) Tiles::release();
+    bf16_tile_vectors<A, Tiles>(rows, chunks, group_stride, ws, s0, s1, blocked, n_vectors, xb,
+                                x_stride, bias, y, y_stride);
   }
-  Tiles::release();
 }
 
-// gemv_batch_bf16_bf16 (kernels.h): blocks of 32 vectors by pairs of groups (a prompt's rows),
-// then the rest 16 vectors at a time by three groups. Every sum is the same chain of tile
+// gemv_batch_bf16_bf16 (kernels.h): from 32 vectors on (a prompt's rows) bf16_tile_prompt, fewer
+// (a batch) 16 at a time by three groups over all groups. Every sum is the same chain of tile
 // products, so the bits do not depend on which way a vector went.
 template <class A, class Tiles>
 void gemv_batch_bf16_tiles(std::size_t rows, std::size_t cols, const uint16_t* w,
                            std::size_t n_vectors, const uint16_t* xb, std::size_t x_stride,
                            const float* bias, float* y, std::size_t y_stride) {
-  const std::size_t packed_cols = bf16_packed_cols(cols);
-  const std::size_t chunks = packed_cols / kBf16ChunkCols;
-  const std::size_t groups = (rows + kBf16GroupRows - 1) / kBf16GroupRows;
-  const std::size_t group_stride = kBf16GroupRows * packed_cols;
-  const std::size_t x_bytes = x_stride * sizeof(uint16_t);
-  std::size_t v0 = n_vectors - n_vectors % (2 * kBf16TileVectors);
-  if (v0 > 0) bf16_tile_prompt<A, Tiles>(rows, cols, w, v0, xb, x_stride, bias, y, y_stride);
-  alignas(64) float c[kBf16TileGroups][kBf16TileVectors * kBf16GroupRows];
-  static constexpr Bf16TileConfigs kConfigs = bf16_tile_configs();
-  for (; v0 < n_vectors; v0 += kBf16TileVectors) {
-    const std::size_t m = std::min(kBf16TileVectors, n_vectors - v0);
-    const uint16_t* x = xb + v0 * x_stride;
-    Tiles::configure(kConfigs.of[m - 1]);
-    for (std::size_t g0 = 0; g0 < groups; g0 += kBf16TileGroups) {
-      const std::size_t pass = std::min<std::size_t>(kBf16TileGroups, groups - g0);
-      const uint16_t* wg = w + g0 * group_stride;
-      if (pass == 3) {
-        bf16_tile_pass<Tiles, 3>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
-      } else if (pass == 2) {
-        bf16_tile_pass<Tiles, 2>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
-      } else {
-        bf16_tile_pass<Tiles, 1>(wg, group_stride, chunks, x, x_bytes, &c[0][0]);
-      }
-      for (std::size_t g = 0; g < pass; ++g) {
-        const std::size_t r0 = (g0 + g) * kBf16GroupRows;
-        store_group_sums<A>(c[g], m, r0, std::min(kBf16GroupRows, rows - r0), bias,
-                            y + v0 * y_stride, y_stride);
-      }
-    }
-    Tiles::release();
+  if (n_vectors >= 2 * kBf16TileVectors) {
+    bf16_tile_prompt<A, Tiles>(rows, cols, Bf16Slabs<A>{w}, n_vectors, xb, x_stride, bias, y,
+                               y_stride);
+    return;
   }
+  const std::size_t packed_cols = bf16_packed_cols(cols);
+  bf16_tile_vectors<A, Tiles>(rows, packed_cols / kBf16ChunkCols, kBf16GroupRows * packed_cols, w,
+                              0, (rows + kBf16GroupRows - 1) / kBf16GroupRows, 0, n_vectors, xb,
+                              x_stride, bias, y, y_stride);
 }
 
 template <class A, class Tiles>

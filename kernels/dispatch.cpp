@@ -163,6 +163,13 @@ GemvBatchBf16Bf16 emulated_tiles_gemv_batch_bf16_bf16() {
   return nullptr;
 }
 
+GemvPromptQ8Bf16 emulated_tiles_gemv_prompt_q8_0_bf16() {
+#if defined(AFT_KERNELS_X86)
+  if (runs_amx_table_float_work()) return gemv_prompt_q8_0_bf16_emulated_tiles;
+#endif
+  return nullptr;
+}
+
 const KernelChoice& active_kernel_choice() {
   static const KernelChoice choice = choose_kernels(std::getenv("AFT_ISA"));
   return choice;

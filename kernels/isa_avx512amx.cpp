@@ -1,17 +1,19 @@
 // The avx512amx kernel table: the avx512bf16 table with batches of q8_0 vectors on AMX's int8
 // tiles (q8_0_tiles.hpp: 16 vectors per tile product, the rest on the VNNI GEMV; every vector
 // gets the bits of the VNNI table's gemv_q8_0) and the bf16 x bf16 GEMVs, one vector and
-// batches, on its bf16 tiles (bf16_tiles.hpp). The default where the OS grants the tiles
-// (dispatch.cpp): on a Sapphire Rapids, with their prefetch, its q8_0 tiles decode batches of 16
-// level with the VNNI kernel or faster, and its bf16 tiles twice as fast as vdpbf16ps, one
-// sequence level (docs/benchmarks.md, "AMX's tiles as the default"). The q8_0 tile kernel's
-// float work is instantiated for xsimd::avx512cd, an architecture no other table uses (see
+// batches, on its bf16 tiles (bf16_tiles.hpp), and a q8_0 model's prompts on the bf16 tiles too,
+// its weights dequantized a slab at a time (q8_0_bf16_tiles.hpp). The default where the OS grants
+// the tiles (dispatch.cpp): on a Sapphire Rapids, with their prefetch, its q8_0 tiles decode
+// batches of 16 level with the VNNI kernel or faster, and its bf16 tiles twice as fast as
+// vdpbf16ps, one sequence level (docs/benchmarks.md, "AMX's tiles as the default"). The q8_0 tile
+// kernel's float work is instantiated for xsimd::avx512cd, an architecture no other table uses (see
 // README.md).
 // Compiled with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vnni -mavx512bf16 -mamx-tile
 // -mamx-int8 -mamx-bf16 -mfma (see CMakeLists.txt).
 #include "kernels/bf16_tiles.hpp"
 #include "kernels/emulated_tiles.h"
 #include "kernels/isa_tables.h"
+#include "kernels/q8_0_bf16_tiles.hpp"
 #include "kernels/q8_0_tiles.hpp"
 
 // GCC spells the macros __AMX_TILE__, __AMX_INT8__ and __AMX_BF16__, Clang __AMXTILE__,
@@ -83,6 +85,7 @@ const KernelTable& avx512amx_kernels() {
     table.gemv_bf16_bf16 = &simd::gemv_bf16_tiles<Arch, AmxTiles>;
     table.gemv_batch_bf16_bf16 = &simd::gemv_batch_bf16_tiles<Arch, AmxTiles>;
     table.bf16_batch_on_tiles = true;
+    table.gemv_prompt_q8_0_bf16 = &simd::gemv_prompt_q8_0_bf16_tiles<Arch, AmxTiles>;
     return table;
   }();
   return kTable;
@@ -102,6 +105,14 @@ void gemv_batch_bf16_bf16_emulated_tiles(std::size_t rows, std::size_t cols, con
                                          std::size_t y_stride) {
   simd::gemv_batch_bf16_tiles<Arch, simd::EmulatedTiles>(rows, cols, w, n_vectors, xb, x_stride,
                                                          bias, y, y_stride);
+}
+
+void gemv_prompt_q8_0_bf16_emulated_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
+                                          const float* wd, std::size_t n_vectors,
+                                          const uint16_t* xb, std::size_t x_stride,
+                                          const float* bias, float* y, std::size_t y_stride) {
+  simd::gemv_prompt_q8_0_bf16_tiles<Arch, simd::EmulatedTiles>(rows, cols, wq, wd, n_vectors, xb,
+                                                               x_stride, bias, y, y_stride);
 }
 
 }  // namespace aft::kernels

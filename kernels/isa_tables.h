@@ -16,7 +16,8 @@ const KernelTable& neondot_kernels();
 const KernelTable& neon_kernels();
 
 #if defined(__x86_64__)
-// The avx512amx table's gemv_batch_q8_0 and gemv_batch_bf16_bf16 with AMX's tile instructions
+// The avx512amx table's gemv_batch_q8_0, gemv_batch_bf16_bf16 and gemv_prompt_q8_0_bf16 with AMX's
+// tile instructions
 // emulated (emulated_tiles.h): the tile kernels' tests on CPUs without AMX. Need the CPU of the
 // avx512bf16 table and AVX512CD.
 void gemv_batch_q8_0_emulated_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
@@ -27,6 +28,10 @@ void gemv_batch_bf16_bf16_emulated_tiles(std::size_t rows, std::size_t cols, con
                                          std::size_t n_vectors, const uint16_t* xb,
                                          std::size_t x_stride, const float* bias, float* y,
                                          std::size_t y_stride);
+void gemv_prompt_q8_0_bf16_emulated_tiles(std::size_t rows, std::size_t cols, const int8_t* wq,
+                                          const float* wd, std::size_t n_vectors,
+                                          const uint16_t* xb, std::size_t x_stride,
+                                          const float* bias, float* y, std::size_t y_stride);
 #endif
 
 }  // namespace aft::kernels

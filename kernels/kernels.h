@@ -155,6 +155,16 @@ struct KernelTable {
   // prompt's rows faster than oneDNN's product (docs/benchmarks.md), so prompts take it, and each
   // row gets the bits it gets decoded alone.
   bool bf16_batch_on_tiles;
+  // A prompt's rows (n_vectors of them, each rounded by round_bf16, vector v at xb + v * x_stride)
+  // by packed q8_0 weights (as gemv_q8_0's) on the bf16 tiles: every weight dequantized to
+  // bf16(wd * q) (rounded to nearest, ties to even; a zero or subnormal product a zero of its
+  // sign), a slab at a time, then the products of gemv_batch_bf16_bf16 of the same table, whose
+  // bits each result has. cols % 32 == 0. Only the avx512amx table has it (q8_0_bf16_tiles.hpp):
+  // there it multiplies prompts faster than gemv_batch_q8_0 (docs/benchmarks.md); null elsewhere.
+  void (*gemv_prompt_q8_0_bf16)(std::size_t rows, std::size_t cols, const int8_t* wq,
+                                const float* wd, std::size_t n_vectors, const uint16_t* xb,
+                                std::size_t x_stride, const float* bias, float* y,
+                                std::size_t y_stride);
 
   // ---- machine probes (aft-bench) ----
 
@@ -206,14 +216,16 @@ const KernelTable& scalar_kernels();
 // this CPU (and OS) cannot run it.
 const KernelTable* kernels_for_isa(const char* isa);
 
-// The avx512amx table's gemv_batch_q8_0 and gemv_batch_bf16_bf16 with AMX's tile instructions
-// emulated in plain C++ (emulated_tiles.h): the tile kernels' tests where the CPU has no AMX. Null
-// where the CPU cannot run the table's other instructions (the avx512bf16 table's and AVX512CD)
-// or the build has no x86 kernels.
+// The avx512amx table's gemv_batch_q8_0, gemv_batch_bf16_bf16 and gemv_prompt_q8_0_bf16 with AMX's
+// tile instructions emulated in plain C++ (emulated_tiles.h): the tile kernels' tests where the CPU
+// has no AMX. Null where the CPU cannot run the table's other instructions (the avx512bf16 table's
+// and AVX512CD) or the build has no x86 kernels.
 using GemvBatchQ8 = decltype(KernelTable::gemv_batch_q8_0);
 GemvBatchQ8 emulated_tiles_gemv_batch_q8_0();
 using GemvBatchBf16Bf16 = decltype(KernelTable::gemv_batch_bf16_bf16);
 GemvBatchBf16Bf16 emulated_tiles_gemv_batch_bf16_bf16();
+using GemvPromptQ8Bf16 = decltype(KernelTable::gemv_prompt_q8_0_bf16);
+GemvPromptQ8Bf16 emulated_tiles_gemv_prompt_q8_0_bf16();
 
 // The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
 struct KernelChoice {

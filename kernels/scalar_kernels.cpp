@@ -318,6 +318,7 @@ constexpr KernelTable kScalar{
     gemv_bf16_bf16,
     gemv_batch_bf16_bf16,
     false,
+    nullptr,
     sum_f32,
     fma_probe_f32,
 };

@@ -52,6 +52,7 @@ constexpr KernelTable make_table(const char* isa) {
       &gemv_groups<A, Bf16PairColumns<A>>,
       &gemv_batch_groups<A, Bf16PairColumns<A>>,
       false,
+      nullptr,
       &sum_f32<A>,
       &fma_probe_f32<A>,
   };

@@ -1,9 +1,11 @@
 // The linear op (engine/runtime/ops/linear_op.cpp). On q8_0 weights, and on f32 ones where the
 // table's f32 batch GEMV takes prompts: a prompt's rows go through the GEMV kernels as a batch's,
 // so every row of a prompt gets the bits it gets fed alone (a decoded token), with bias,
-// activation and residual, on any thread count. The shapes are wide enough for 2 and 3 threads to
-// split the rows, and the prompt longer than the rows that pass the kernel at once (128). CTest
-// runs these tests under every kernel path too (AFT_ISA, beside oneDNN's matching limit).
+// activation and residual, on any thread count; q8_0 prompts on the bf16 tiles (the avx512amx
+// table) get the bits of that kernel on each row alone. The shapes are wide enough for 2 and 3
+// threads to split the rows, and the prompt longer than the rows that pass the kernel at once
+// (128). CTest runs these tests under every kernel path too (AFT_ISA, beside oneDNN's matching
+// limit).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -38,27 +40,28 @@ std::vector<float> run(const Op& op, const float* x, std::size_t rows, std::size
   return y;
 }
 
-// A prompt of kRows rows through `packed` (kOut x in), each row against the same row fed alone,
+// A prompt of `rows` rows through `packed` (kOut x in), each row against the same row fed alone,
 // with and without gelu and a residual, on 1 to 3 threads.
 constexpr std::size_t kOut = 200, kRows = 300;
-void expect_prompt_rows_as_fed_alone(const kernels::WeightMatrix& packed, std::size_t in) {
-  const std::vector<float> x = random_vector(kRows * in, -2.0f, 2.0f, 2);
+void expect_prompt_rows_as_fed_alone(const kernels::WeightMatrix& packed, std::size_t in,
+                                     std::size_t rows = kRows) {
+  const std::vector<float> x = random_vector(rows * in, -2.0f, 2.0f, 2);
   const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 3);
-  const std::vector<float> residual = random_vector(kRows * kOut, -1.0f, 1.0f, 4);
+  const std::vector<float> residual = random_vector(rows * kOut, -1.0f, 1.0f, 4);
   for (kernels::PostOp post : {kernels::PostOp::None, kernels::PostOp::Gelu}) {
     const std::unique_ptr<Op> op =
         make_linear_op(in, kOut, packed, bias.data(), post, kernels::MatmulPrecision::F32);
     Scratch scratch;
     for (const float* skip : {static_cast<const float*>(nullptr), residual.data()}) {
       std::vector<float> alone;
-      for (std::size_t r = 0; r < kRows; ++r) {
+      for (std::size_t r = 0; r < rows; ++r) {
         const std::vector<float> row =
             run(*op, x.data() + r * in, 1, in, kOut, skip ? skip + r * kOut : nullptr, 1, scratch);
         alone.insert(alone.end(), row.begin(), row.end());
       }
       for (int threads : {1, 2, 3}) {
         const std::vector<float> prompt =
-            run(*op, x.data(), kRows, in, kOut, skip, threads, scratch);
+            run(*op, x.data(), rows, in, kOut, skip, threads, scratch);
         for (std::size_t i = 0; i < prompt.size(); ++i) {
           ASSERT_EQ(prompt[i], alone[i]) << threads << " threads, row " << i / kOut << ", column "
                                          << i % kOut << (skip ? ", with a residual" : "")
@@ -69,14 +72,69 @@ void expect_prompt_rows_as_fed_alone(const kernels::WeightMatrix& packed, std::s
   }
 }
 
-TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
-  constexpr std::size_t kIn = 96;
-  const std::vector<float> w = random_vector(kOut * kIn, -1.0f, 1.0f, 1);
+// Whether q8_0 prompts of kQ8TilePromptRows rows or more take the bf16 tiles
+// (KernelTable::gemv_prompt_q8_0_bf16).
+bool q8_prompts_on_bf16_tiles() {
+  return kernels::active_kernels().gemv_prompt_q8_0_bf16 != nullptr &&
+         !kernels::matrix_units().empty();
+}
+
+// q8_0 weights of kOut x in, quantized by the active table.
+kernels::WeightMatrix q8_weights(kernels::PackedWeights& room, std::size_t in) {
+  const std::vector<float> w = random_vector(kOut * in, -1.0f, 1.0f, 1);
   std::vector<int8_t> quants(w.size());
   std::vector<float> scales(w.size() / kernels::kQ8BlockSize);
   kernels::active_kernels().quantize_q8_0(w.size(), w.data(), quants.data(), scales.data());
-  kernels::PackedWeights room(kernels::PackedWeights::q8_0_bytes(kOut, kIn));
-  expect_prompt_rows_as_fed_alone(room.add_q8_0(kOut, kIn, quants.data(), scales.data()), kIn);
+  room = kernels::PackedWeights(kernels::PackedWeights::q8_0_bytes(kOut, in));
+  return room.add_q8_0(kOut, in, quants.data(), scales.data());
+}
+
+// Prompts shorter than kQ8TilePromptRows where longer ones take the bf16 tiles.
+TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
+  constexpr std::size_t kIn = 96;
+  kernels::PackedWeights room;
+  const kernels::WeightMatrix w = q8_weights(room, kIn);
+  expect_prompt_rows_as_fed_alone(w, kIn,
+                                  q8_prompts_on_bf16_tiles() ? kQ8TilePromptRows - 1 : kRows);
+}
+
+// Where q8_0 prompts of kQ8TilePromptRows rows or more take the bf16 tiles: each row the bits of
+// that kernel given the row alone, rounded to bf16, plus the residual, on 1 to 3 threads (at
+// 1100 columns the rows' rounding is split among the threads too).
+TEST(LinearOp, Q8PromptsOnBf16TilesHaveTheBitsOfTheKernelOnEachRow) {
+  if (!q8_prompts_on_bf16_tiles()) {
+    GTEST_SKIP() << "skipped: the " << kernels::active_kernels().isa
+                 << " table multiplies q8_0 prompts in integers (no AMX, or AFT_MATRIX_UNITS=off)";
+  }
+  const kernels::KernelTable& k = kernels::active_kernels();
+  for (std::size_t in : {std::size_t{96}, std::size_t{1120}}) {
+    kernels::PackedWeights room;
+    const kernels::WeightMatrix w = q8_weights(room, in);
+    const std::vector<float> bias = random_vector(kOut, -0.5f, 0.5f, 3);
+    const std::unique_ptr<Op> op = make_linear_op(in, kOut, w, bias.data(), kernels::PostOp::None,
+                                                  kernels::MatmulPrecision::F32);
+    for (std::size_t rows : {kQ8TilePromptRows, std::size_t{80}, std::size_t{300}}) {
+      const std::vector<float> x = random_vector(rows * in, -2.0f, 2.0f, 2);
+      const std::vector<float> residual = random_vector(rows * kOut, -1.0f, 1.0f, 4);
+      std::vector<float> want(rows * kOut);
+      std::vector<uint16_t> rounded(kernels::bf16_packed_cols(in));
+      for (std::size_t r = 0; r < rows; ++r) {
+        k.round_bf16(in, x.data() + r * in, rounded.data());
+        k.gemv_prompt_q8_0_bf16(kOut, in, w.q8_rows(0, in), w.q8_scales(0, in), 1, rounded.data(),
+                                0, bias.data(), want.data() + r * kOut, 0);
+        k.add_f32(kOut, residual.data() + r * kOut, want.data() + r * kOut);
+      }
+      Scratch scratch;
+      for (int threads : {1, 2, 3}) {
+        const std::vector<float> prompt =
+            run(*op, x.data(), rows, in, kOut, residual.data(), threads, scratch);
+        for (std::size_t i = 0; i < prompt.size(); ++i) {
+          ASSERT_EQ(prompt[i], want[i]) << in << " columns, " << rows << " rows, " << threads
+                                        << " threads, row " << i / kOut << ", column " << i % kOut;
+        }
+      }
+    }
+  }
 }
 
 // f32 weights, where the table's f32 batch GEMV takes prompts (KernelTable::

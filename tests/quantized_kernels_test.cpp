@@ -110,6 +110,7 @@ TEST(QuantizedDispatch, TablesAreComplete) {
     EXPECT_NE(t->round_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_bf16_bf16, nullptr) << name;
     EXPECT_NE(t->gemv_batch_bf16_bf16, nullptr) << name;
+    EXPECT_EQ(t->gemv_prompt_q8_0_bf16 != nullptr, std::strcmp(name, "avx512amx") == 0) << name;
   }
 }
 
@@ -823,6 +824,80 @@ TEST_P(QuantizedIsaTest, GemvBf16Bf16PromptCrossesSlabsAndChunkBlocks) {
   expect_prompt_rows_have_the_bits_of_one_vector(k().gemv_batch_bf16_bf16, ref());
 }
 
+// A q8_0 weight as KernelTable::gemv_prompt_q8_0_bf16 takes it: bf16(d * q), a zero or subnormal
+// product a zero of its sign.
+uint16_t dequantized_bf16(float d, int8_t q) {
+  const float value = d * static_cast<float>(q);
+  if (value == 0.0f || std::fpclassify(value) == FP_SUBNORMAL) {
+    return std::signbit(value) ? uint16_t{0x8000} : uint16_t{0};
+  }
+  return f32_to_bf16(value);
+}
+
+// `prompt` (a gemv_prompt_q8_0_bf16) against `bf16_batch` (the same table's
+// gemv_batch_bf16_bf16) on the weights dequantized by dequantized_bf16: the same bits for every
+// vector, and within float rounding of the scalar reference's bf16 products. Shapes: blocks of 32
+// vectors over two slabs of rows, the second an odd count of groups, and over blocks of chunks
+// (2048 columns), then 3 vectors more; a partial group; fewer vectors than a block. Weights'
+// scales from 2^-20 to 2^20, an all-zero block, a zero scale, and subnormal scales whose products
+// are subnormal for small quants and normal for the largest.
+void expect_q8_prompt_as_bf16_tiles(GemvPromptQ8Bf16 prompt, GemvBatchBf16Bf16 bf16_batch) {
+  struct Shape {
+    std::size_t rows, cols, vectors;
+  };
+  for (const Shape& s :
+       {Shape{300, 2048, 67}, Shape{37, 96, 35}, Shape{100, 512, 64}, Shape{5, 32, 20}}) {
+    Q8 w = quantize(scalar_kernels(), varied_values(s.rows * s.cols, 80));
+    for (std::size_t b = 3; b < w.d.size(); b += 7) w.d[b] = (b % 2 ? 1e-40f : -1e-40f);
+    std::vector<uint16_t> wb(s.rows * s.cols);
+    for (std::size_t i = 0; i < wb.size(); ++i) wb[i] = dequantized_bf16(w.d[i / kBlock], w.q[i]);
+    const Q8 p = pack(s.rows, s.cols, w);
+    const auto pb = pack(s.rows, s.cols, wb);
+    const std::size_t x_stride = bf16_packed_cols(s.cols), y_stride = s.rows + 3;
+    const auto xb = rounded(scalar_kernels(), random_vector(s.vectors * s.cols, -2.0f, 2.0f, 81),
+                            s.cols, s.vectors);
+    const auto bias = random_vector(s.rows, -1.0f, 1.0f, 82);
+    for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+      std::vector<float> y(s.vectors * y_stride + 16, kGuard), want(y.size(), kGuard);
+      std::vector<float> reference(y.size(), kGuard);
+      prompt(s.rows, s.cols, p.q.data(), p.d.data(), s.vectors, xb.data(), x_stride, b, y.data(),
+             y_stride);
+      bf16_batch(s.rows, s.cols, pb.data(), s.vectors, xb.data(), x_stride, b, want.data(),
+                 y_stride);
+      scalar_kernels().gemv_batch_bf16_bf16(s.rows, s.cols, pb.data(), s.vectors, xb.data(),
+                                            x_stride, b, reference.data(), y_stride);
+      for (std::size_t v = 0; v < s.vectors; ++v) {
+        for (std::size_t r = 0; r < s.rows; ++r) {
+          const std::size_t i = v * y_stride + r;
+          ASSERT_EQ(to_bits(y[i]), to_bits(want[i]))
+              << s.rows << "x" << s.cols << ", vector " << v << " of " << s.vectors << ", row " << r
+              << (b ? ", with a bias" : "");
+          double magnitude = b ? std::fabs(b[r]) : 0.0;
+          for (std::size_t c = 0; c < s.cols; ++c) {
+            magnitude += std::fabs(from_bits(uint32_t{wb[r * s.cols + c]} << 16) *
+                                   from_bits(uint32_t{xb[v * x_stride + c]} << 16));
+          }
+          // The tiles flush subnormal sums to zero: rows of the subnormal scales' blocks alone.
+          ASSERT_LE(std::fabs(y[i] - reference[i]),
+                    1e-5 * magnitude + 4 * std::numeric_limits<float>::min())
+              << s.rows << "x" << s.cols << ", vector " << v << ", row " << r;
+        }
+        for (std::size_t r = s.rows; r < y_stride && v + 1 < s.vectors; ++r) {
+          ASSERT_EQ(y[v * y_stride + r], kGuard) << "wrote between rows of the output";
+        }
+      }
+      for (std::size_t i = s.vectors * y_stride; i < y.size(); ++i) ASSERT_EQ(y[i], kGuard);
+    }
+  }
+}
+
+TEST_P(QuantizedIsaTest, GemvPromptQ8Bf16HasTheBitsOfTheBf16TilesOnDequantizedWeights) {
+  if (k().gemv_prompt_q8_0_bf16 == nullptr) {
+    GTEST_SKIP() << "skipped: the " << k().isa << " table multiplies q8_0 prompts in integers";
+  }
+  expect_q8_prompt_as_bf16_tiles(k().gemv_prompt_q8_0_bf16, k().gemv_batch_bf16_bf16);
+}
+
 // vdpbf16ps (the avx512bf16 table) computes what the other tables emulate with FMAs: the avx512
 // table runs the same passes with two FMAs a pair, so on values whose products and sums stay
 // normal floats (vdpbf16ps flushes subnormals) the two give the same bits.
@@ -902,6 +977,14 @@ TEST(QuantizedDispatch, EmulatedBf16TilesPromptCrossesSlabsAndChunkBlocks) {
   const GemvBatchBf16Bf16 tiles = emulated_tiles_gemv_batch_bf16_bf16();
   if (tiles == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
   expect_prompt_rows_have_the_bits_of_one_vector(tiles, scalar_kernels());
+}
+
+// q8_0 prompts on the bf16 tiles emulated: the bits of the emulated bf16 tile kernel on the
+// dequantized weights.
+TEST(QuantizedDispatch, EmulatedQ8PromptOnBf16TilesHasTheBitsOfTheBf16Tiles) {
+  const GemvPromptQ8Bf16 prompt = emulated_tiles_gemv_prompt_q8_0_bf16();
+  if (prompt == nullptr) GTEST_SKIP() << "skipped: CPU has no AVX512-BF16 and AVX512CD";
+  expect_q8_prompt_as_bf16_tiles(prompt, emulated_tiles_gemv_batch_bf16_bf16());
 }
 
 // The bf16 tile kernel of the avx512amx table over emulated tiles (emulated_tiles.h). Each sum is

@@ -74,6 +74,8 @@ class LinearOp final : public Op {
             !kernels::matrix_units().empty() && runtime_kernels().bf16_batch_on_tiles &&
             (w.type == kernels::WeightType::BF16 ||
              (w.type == kernels::WeightType::F32 && precision == kernels::MatmulPrecision::BF16))),
+        q8_tile_prompts_(w.type == kernels::WeightType::Q8_0 && !kernels::matrix_units().empty() &&
+                         runtime_kernels().gemv_prompt_q8_0_bf16 != nullptr),
         f32_prompts_on_gemv_(
             w.type == kernels::WeightType::F32 && runtime_kernels().f32_prompts_on_batch_gemv &&
             !(precision == kernels::MatmulPrecision::BF16 && !kernels::matrix_units().empty())),
@@ -139,11 +141,15 @@ class LinearOp final : public Op {
     if (rows == 1 || !ctx.one_sequence()) return batch_input(rows);
     // A prompt. Of q8_0 weights: its rows as a batch's, integer products of 8-bit blocks (VNNI
     // where the CPU has it), faster than widening W to f32 for oneDNN, and each row the bits it
-    // gets decoded alone. On a table whose bf16 batch GEMV runs on tiles, of a few rows with bf16
-    // weights on the units (the Matmul would widen W to f32 for them), or of f32 weights on a
-    // table whose f32 batch GEMV takes prompts: the batch GEMV, with the bits of each row decoded
-    // alone (an f32 model at MatmulPrecision::BF16 on tiles: those of its bf16 file).
-    if (w_.type == kernels::WeightType::Q8_0) return Input::Quantized;
+    // gets decoded alone; or, on a table with gemv_prompt_q8_0_bf16, from kQ8TilePromptRows rows
+    // on, its rows rounded to bf16 by the weights dequantized to bf16 on the tiles. On a table
+    // whose bf16 batch GEMV runs on tiles, of a few rows with bf16 weights on the units (the Matmul
+    // would widen W to f32 for them), or of f32 weights on a table whose f32 batch GEMV takes
+    // prompts: the batch GEMV, with the bits of each row decoded alone (an f32 model at
+    // MatmulPrecision::BF16 on tiles: those of its bf16 file).
+    if (w_.type == kernels::WeightType::Q8_0) {
+      return q8_tile_prompts_ && rows >= kQ8TilePromptRows ? Input::Rounded : Input::Quantized;
+    }
     if (tile_prompts_) return Input::Rounded;
     if (f32_prompts_on_gemv_) return Input::AsIs;
     if (rounds_to_bf16_ && rows <= kernels::kMatmulRuntimeRows) return Input::Rounded;
@@ -237,7 +243,7 @@ class LinearOp final : public Op {
   // Output columns [begin, end) of rows [r0, r1), each row alone: bias, activation and residual
   // while they are cached. w: w_, or the bf16 weights of a prompt on the tiles; quantized: q8_0
   // weights, the rows of `in` in 8-bit blocks already, or null; rounded: bf16 weights on the
-  // units, the rows of `in` rounded to bf16 already, or null.
+  // units, or a q8_0 prompt on the bf16 tiles, the rows of `in` rounded to bf16 already, or null.
   void gemv_rows(const ExecContext& ctx, const kernels::WeightMatrix& w_in, const Tensor& in,
                  const QuantizedInput* quantized, const RoundedInput* rounded,
                  const float* residual, const Tensor& out, std::size_t r0, std::size_t r1,
@@ -288,6 +294,14 @@ class LinearOp final : public Op {
         break;
       }
       case kernels::WeightType::Q8_0: {
+        const int8_t* wq = w_in.q8_rows(begin, in_width_);
+        const float* wd = w_in.q8_scales(begin, in_width_);
+        if (rounded != nullptr) {  // a prompt on the bf16 tiles
+          const std::size_t stride = kernels::bf16_packed_cols(in_width_);
+          k.gemv_prompt_q8_0_bf16(n, in_width_, wq, wd, m, rounded->values.data() + r0 * stride,
+                                  stride, bias, y, out_width_);
+          break;
+        }
         // Integer dot products need the activations in 8-bit blocks too: one token's row each
         // thread quantizes itself rather than wait for one that does.
         if (quantized == nullptr) {
@@ -297,8 +311,6 @@ class LinearOp final : public Op {
           quantized = &own;
         }
         const std::size_t blocks = in_width_ / kernels::kQ8BlockSize;
-        const int8_t* wq = w_in.q8_rows(begin, in_width_);
-        const float* wd = w_in.q8_scales(begin, in_width_);
         for (std::size_t r = r0; r < r1; r += kVectorsPerPass) {
           const std::size_t rows = std::min(kVectorsPerPass, r1 - r);
           const int8_t* xq = quantized->values.data() + r * in_width_;
@@ -333,6 +345,9 @@ class LinearOp final : public Op {
   // Prompts of bf16 weights, and of f32 ones at MatmulPrecision::BF16, take the batch GEMV on
   // tiles (KernelTable::bf16_batch_on_tiles) where the CPU has them.
   bool tile_prompts_;
+  // Prompts of q8_0 weights from kQ8TilePromptRows rows on take KernelTable::
+  // gemv_prompt_q8_0_bf16 where the table has it and the matrix units are not switched off.
+  bool q8_tile_prompts_;
   // Prompts of f32 weights multiplied in f32 take the f32 batch GEMV
   // (KernelTable::f32_prompts_on_batch_gemv) where the table says so.
   bool f32_prompts_on_gemv_;
