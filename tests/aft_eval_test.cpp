@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/kernels.h"
 #include "kernels/matmul.h"
 #include "model_file_writer.h"
 #include "run_command.h"
@@ -167,7 +168,8 @@ TEST(AftEval, Bf16MatmulPrecisionDivergesByTheRoundingOnly) {
 // --decode feeds one token per call: the same figures as the prompt chunks, within float rounding,
 // for f32 weights and for q8_0 ones, whose products round their inputs to 8-bit blocks on both
 // paths (a prompt's rows get the bits they get decoded alone); against the f32 model, that
-// rounding shows.
+// rounding shows. Where q8_0 prompts take the bf16 tiles (KernelTable::gemv_prompt_q8_0_bf16),
+// their rows are rounded to bf16 instead, finer than 8-bit blocks: nearer the f32 model.
 TEST(AftEval, DecodeFeedsOneTokenPerCall) {
   const json all = expected();
   for (const char* name : {"local", "simple"}) {
@@ -185,9 +187,16 @@ TEST(AftEval, DecodeFeedsOneTokenPerCall) {
   EXPECT_EQ(chunks["decode"], false);
   EXPECT_EQ(tokens["decode"], true);
   EXPECT_EQ(tokens["tokens"], chunks["tokens"]);
-  EXPECT_NEAR(tokens["bits_per_char"].get<double>(), chunks["bits_per_char"].get<double>(),
-              kBitsTolerance);
-  EXPECT_NEAR(tokens["kld_mean"].get<double>(), chunks["kld_mean"].get<double>(), 1e-6);
+  if (kernels::active_kernels().gemv_prompt_q8_0_bf16 != nullptr &&
+      !kernels::matrix_units().empty()) {
+    EXPECT_NEAR(tokens["bits_per_char"].get<double>(), chunks["bits_per_char"].get<double>(), 1e-3);
+    EXPECT_GT(chunks["kld_mean"].get<double>(), 0.0);
+    EXPECT_LT(chunks["kld_mean"].get<double>(), tokens["kld_mean"].get<double>());
+  } else {
+    EXPECT_NEAR(tokens["bits_per_char"].get<double>(), chunks["bits_per_char"].get<double>(),
+                kBitsTolerance);
+    EXPECT_NEAR(tokens["kld_mean"].get<double>(), chunks["kld_mean"].get<double>(), 1e-6);
+  }
   EXPECT_GT(tokens["kld_mean"].get<double>(), 0.0);
   EXPECT_LT(tokens["kld_mean"].get<double>(), 0.01);
 }

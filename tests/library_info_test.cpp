@@ -158,14 +158,14 @@ int count_and_maybe_stop(void* user_data) {
   return ++counter->calls == counter->stop_at;
 }
 
-// Asked between chunks of 256 tokens: stopping keeps the chunks done, and feeding the rest from
+// Asked between chunks of 512 tokens: stopping keeps the chunks done, and feeding the rest from
 // there gives the logits of never stopping.
 TEST_F(TinyModelTest, AbortCallbackStopsBetweenChunksAndTheRestContinues) {
   nlohmann::json config = tiny_config("local");
-  config["max_seq_len"] = 1024;
+  config["max_seq_len"] = 2048;
   write_random_model(file_.path(), config);
   ModelHandle model = load_model(file_.path());
-  const std::vector<int32_t> tokens = token_sequence(700, 256);  // chunks 256, 256, 188
+  const std::vector<int32_t> tokens = token_sequence(1200, 256);  // chunks 512, 512, 176
   const auto vocab = static_cast<std::size_t>(vocab_size(model.get()));
 
   SessionHandle plain = new_session(model.get());
@@ -181,18 +181,18 @@ TEST_F(TinyModelTest, AbortCallbackStopsBetweenChunksAndTheRestContinues) {
   EXPECT_EQ(
       aft_session_eval(stopped.get(), tokens.data(), tokens.size(), AFT_LOGITS_ALL, logits.data()),
       AFT_ERR_ABORTED);
-  EXPECT_NE(std::string(aft_last_error()).find("abort callback after 512 of 700 tokens"),
+  EXPECT_NE(std::string(aft_last_error()).find("abort callback after 1024 of 1200 tokens"),
             std::string::npos)
       << aft_last_error();
   EXPECT_STREQ(aft_status_string(AFT_ERR_ABORTED), "aborted");
-  ASSERT_EQ(aft_session_position(stopped.get()), 512);
+  ASSERT_EQ(aft_session_position(stopped.get()), 1024);
   ASSERT_EQ(aft_session_set_abort_callback(stopped.get(), nullptr, nullptr), AFT_OK);
   const std::vector<float> rest =
-      eval(stopped.get(), model.get(), std::vector<int32_t>(tokens.begin() + 512, tokens.end()),
+      eval(stopped.get(), model.get(), std::vector<int32_t>(tokens.begin() + 1024, tokens.end()),
            AFT_LOGITS_ALL);
-  ASSERT_EQ(rest.size(), (tokens.size() - 512) * vocab);
+  ASSERT_EQ(rest.size(), (tokens.size() - 1024) * vocab);
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    ASSERT_EQ(rest[i], want[512 * vocab + i]) << "logit " << i;
+    ASSERT_EQ(rest[i], want[1024 * vocab + i]) << "logit " << i;
   }
   EXPECT_EQ(aft_session_set_abort_callback(nullptr, nullptr, nullptr), AFT_ERR_INVALID_ARGUMENT);
 }

@@ -58,7 +58,7 @@ TEST_F(SessionTest, LearnedPositionsStopAtMaxSeqLen) {
   EXPECT_EQ(aft_session_position(session.get()), 0);
 }
 
-// Relative-position models have no length limit; prompts longer than a chunk (256 tokens) are
+// Relative-position models have no length limit; prompts longer than a chunk (512 tokens) are
 // split, and every chunking gives the logits of decoding token by token.
 TEST_F(SessionTest, LongPromptsBeyondMaxSeqLenAndChunks) {
   for (const char* mixer : {"simple", "conv", "decay", "decay_shift", "rwkv4"}) {

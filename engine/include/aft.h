@@ -233,7 +233,7 @@ aft_status aft_session_set_threads(aft_session* session, int32_t n_threads);
 /* The thread count asked for (0 = automatic); -1 if session is NULL. */
 int32_t aft_session_threads(const aft_session* session);
 
-/* Called by aft_session_eval between chunks of a long prompt (every 256 tokens); a nonzero
+/* Called by aft_session_eval between chunks of a long prompt (every 512 tokens); a nonzero
  * return stops the evaluation with AFT_ERR_ABORTED. The chunks already done stay consumed:
  * aft_session_position tells how far it got, and feeding the rest of the tokens from there
  * continues as if nothing had stopped. callback NULL: never stop. */

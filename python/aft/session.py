@@ -85,7 +85,7 @@ class Session:
             self._pointer, fixed_width("n_threads", n_threads, "int32")))
 
     def set_abort_callback(self, should_stop) -> None:
-        """should_stop() is called between chunks of a long prompt (every 256 tokens); a true
+        """should_stop() is called between chunks of a long prompt (every 512 tokens); a true
         result stops eval() with AftError(Status.ABORTED), the chunks done staying consumed; an
         exception it raises stops eval() too and is raised from it (KeyboardInterrupt, say).
         None: never stop."""

@@ -103,7 +103,7 @@ class EvalTest(unittest.TestCase):
     def test_abort(self):
         path, _, _ = fixture("simple")
         with aft.Model(path) as model, aft.Session(model) as session:
-            tokens = [i % model.info.vocab_size for i in range(600)]  # 3 chunks of at most 256
+            tokens = [i % model.info.vocab_size for i in range(1200)]  # 3 chunks of at most 512
             calls = []
             session.set_abort_callback(lambda: calls.append(1) or True)
             with self.assertRaises(aft.AftError) as caught:
@@ -111,9 +111,9 @@ class EvalTest(unittest.TestCase):
             self.assertEqual(caught.exception.status, aft.Status.ABORTED)
             self.assertGreater(len(calls), 0)
             self.assertEqual(len(calls), 1)  # asked before the second chunk, which it stopped
-            self.assertEqual(session.position, 256)
+            self.assertEqual(session.position, 512)
             session.set_abort_callback(None)
-            rest = session.eval(tokens[256:], logits="last")
+            rest = session.eval(tokens[512:], logits="last")
             with aft.Session(model) as whole:
                 np.testing.assert_array_equal(rest, whole.eval(tokens, logits="last"))
 
@@ -131,12 +131,12 @@ class EvalTest(unittest.TestCase):
             self.assertEqual(str(caught.exception), "stop please")
             self.assertIsInstance(caught.exception.__cause__, aft.AftError)
             self.assertEqual(caught.exception.__cause__.status, aft.Status.ABORTED)
-            self.assertEqual(session.position, 256)
+            self.assertEqual(session.position, 512)
             # Raised once: a later abort without an exception is the library's error.
             session.set_abort_callback(lambda: True)
             with self.assertRaises(aft.AftError):
                 session.eval(tokens, logits="none")
-            self.assertEqual(session.position, 512)
+            self.assertEqual(session.position, 1024)
 
 
 class StateTest(unittest.TestCase):
