@@ -101,7 +101,7 @@ TEST(LinearOp, Q8PromptRowsHaveTheBitsOfTokensFedAlone) {
 // Where q8_0 prompts of kQ8TilePromptRows rows or more take the bf16 tiles: each row the bits of
 // that kernel given the row alone, rounded to bf16, plus the residual, on 1 to 3 threads (at
 // 1100 columns the rows' rounding is split among the threads too).
-TEST(LinearOp, Q8PromptsOnBf16TilesHaveTheBitsOfTheKernelOnEachRow) {
+TEST(LinearOp, Q8PromptsOnMatrixUnitsHaveTheBitsOfTheTileKernelOnEachRow) {
   if (!q8_prompts_on_bf16_tiles()) {
     GTEST_SKIP() << "skipped: the " << kernels::active_kernels().isa
                  << " table multiplies q8_0 prompts in integers (no AMX, or AFT_MATRIX_UNITS=off)";

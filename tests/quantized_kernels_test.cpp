@@ -891,7 +891,7 @@ void expect_q8_prompt_as_bf16_tiles(GemvPromptQ8Bf16 prompt, GemvBatchBf16Bf16 b
   }
 }
 
-TEST_P(QuantizedIsaTest, GemvPromptQ8Bf16HasTheBitsOfTheBf16TilesOnDequantizedWeights) {
+TEST_P(QuantizedIsaTest, GemvPromptQ8Bf16OnMatrixUnitsHasTheBitsOfTheBf16Tiles) {
   if (k().gemv_prompt_q8_0_bf16 == nullptr) {
     GTEST_SKIP() << "skipped: the " << k().isa << " table multiplies q8_0 prompts in integers";
   }
