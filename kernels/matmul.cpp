@@ -458,6 +458,14 @@ const std::string& matrix_units() {
   return name;
 }
 
+const std::string& matrix_unit_kernels() {
+  static const std::string name = matrix_units().empty() ? std::string()
+                                  : active_kernels().bf16_batch_on_tiles
+                                      ? std::string("aft's AMX tile kernels (amx_bf16, amx_int8)")
+                                      : matrix_units() + " (oneDNN)";
+  return name;
+}
+
 std::size_t matmul_machine_blocks() {
   const unsigned cpus = std::thread::hardware_concurrency();
   return std::clamp<std::size_t>(cpus, 1, 256);
@@ -502,9 +510,14 @@ std::string matmul_description() {
   const std::string f32 = active_kernels().f32_prompts_on_batch_gemv
                               ? "f32 weights on aft's batch GEMV instead"
                               : "f32 weights on it";
-  const std::string bf16 = matrix_units().empty() ? "bf16 weights widened to f32"
-                                                  : "bf16 weights on " + matrix_units() + " (M > " +
-                                                        std::to_string(kMatmulRuntimeRows) + ")";
+  const std::string bf16 =
+      matrix_units().empty() ? "bf16 weights widened to f32"
+      : active_kernels().bf16_batch_on_tiles
+          ? "bf16 weights on " + matrix_unit_kernels() +
+                ": prompts and batches; q8_0 prompts dequantized onto the bf16 tiles, q8_0 "
+                "batches on the int8 tiles"
+          : "bf16 weights on " + matrix_unit_kernels() + " (M > " +
+                std::to_string(kMatmulRuntimeRows) + ")";
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +

@@ -58,6 +58,11 @@ std::size_t matmul_machine_blocks();
 // bf16 rounding of x allows (each product summed in f32).
 const std::string& matrix_units();
 
+// What aft runs on the matrix units, for reports: "" without them; on a table whose kernels take
+// AMX's tiles themselves (KernelTable::bf16_batch_on_tiles), "aft's AMX tile kernels (amx_bf16,
+// amx_int8)"; elsewhere oneDNN's implementation, e.g. "brg:avx512_core_bf16 (oneDNN)".
+const std::string& matrix_unit_kernels();
+
 // The rows of each block of an [M, N] product cut for `blocks` threads (the last row block may have
 // fewer rows): M itself when N gives that many column blocks, else the fewest whole row units that
 // give that many blocks (at least one unit); narrow products always kMatmulBlockRows.

@@ -133,7 +133,7 @@ const char* aft_matmul_implementation(void) {
 const char* aft_matrix_units(void) {
   static const std::string units = [] {
     try {
-      return aft::kernels::matrix_units();
+      return aft::kernels::matrix_unit_kernels();
     } catch (const std::exception&) {
       return std::string();
     }

@@ -67,11 +67,12 @@ const char* aft_kernel_isa(void);
  * and the implementations it picked on this machine (limit them with ONEDNN_MAX_CPU_ISA). */
 const char* aft_matmul_implementation(void);
 
-/* The matrix units that the prompt's products of bf16 weights run on: oneDNN's implementation
- * ("brg:avx512_core_amx_bf16" on AMX, "brg:avx512_core_bf16" with AVX512-BF16), with the
- * activations rounded to bf16, as they are then for decode and batches too (vdpbf16ps); "" where
- * the CPU has neither, or with the environment variable AFT_MATRIX_UNITS=off (the weights are
- * then widened to f32 and multiplied in f32). */
+/* The matrix units that the products of bf16 weights run on, with the activations rounded to
+ * bf16 (for decode and batches too): on AMX aft's own tile kernels ("aft's AMX tile kernels
+ * (amx_bf16, amx_int8)", which also take q8_0 prompts and batches); with AVX512-BF16 oneDNN's
+ * implementation for prompts ("brg:avx512_core_bf16 (oneDNN)") and vdpbf16ps for the rest; ""
+ * where the CPU has neither, or with the environment variable AFT_MATRIX_UNITS=off (the weights
+ * are then widened to f32 and multiplied in f32). */
 const char* aft_matrix_units(void);
 
 typedef enum aft_log_level {

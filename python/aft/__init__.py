@@ -65,7 +65,8 @@ def matmul_implementation() -> str:
 
 
 def matrix_units() -> str:
-    """oneDNN's implementation that bf16 weights' prompt products run on (AMX, AVX512-BF16), or ""."""
+    """What bf16 weights' products run on (aft's AMX tile kernels, or oneDNN's AVX512-BF16
+    implementation for prompts), or "" where the CPU has no matrix units."""
     return _library.library().aft_matrix_units().decode()
 
 
