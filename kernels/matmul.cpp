@@ -510,14 +510,14 @@ std::string matmul_description() {
   const std::string f32 = active_kernels().f32_prompts_on_batch_gemv
                               ? "f32 weights on aft's batch GEMV instead"
                               : "f32 weights on it";
-  const std::string bf16 =
-      matrix_units().empty() ? "bf16 weights widened to f32"
-      : active_kernels().bf16_batch_on_tiles
-          ? "bf16 weights on " + matrix_unit_kernels() +
-                ": prompts and batches; q8_0 prompts dequantized onto the bf16 tiles, q8_0 "
-                "batches on the int8 tiles"
-          : "bf16 weights on " + matrix_unit_kernels() + " (M > " +
-                std::to_string(kMatmulRuntimeRows) + ")";
+  const std::string units_take =
+      active_kernels().bf16_batch_on_tiles
+          ? ": prompts and batches; q8_0 prompts dequantized onto the bf16 tiles, q8_0 batches "
+            "on the int8 tiles"
+          : " (M > " + std::to_string(kMatmulRuntimeRows) + ")";
+  const std::string bf16 = matrix_units().empty()
+                               ? "bf16 weights widened to f32"
+                               : "bf16 weights on " + matrix_unit_kernels() + units_take;
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +
