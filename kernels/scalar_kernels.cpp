@@ -166,13 +166,16 @@ void aft_accumulate_biased_f32(std::size_t n, double* m, double* a, double* b, c
 }
 
 // sigmoid from exp(-|q|) <= 1: never overflows, and keeps relative accuracy for very negative q.
-float aft_output(float q, double a, double b) {
-  const double e = std::exp(-std::fabs(double(q)));
-  return static_cast<float>((q >= 0.0f ? a : e * a) / ((1.0 + e) * b));
+// In float32, the float64 sums narrowed (f32_aft_output.hpp).
+float aft_output(float q, float a, float b) {
+  const float e = std::exp(-std::fabs(q));
+  return (q >= 0.0f ? a : e * a) / ((1.0f + e) * b);
 }
 
 void aft_output_f32(std::size_t n, const float* q, const double* a, const double* b, float* y) {
-  for (std::size_t c = 0; c < n; ++c) y[c] = aft_output(q[c], a[c], b[c]);
+  for (std::size_t c = 0; c < n; ++c) {
+    y[c] = aft_output(q[c], static_cast<float>(a[c]), static_cast<float>(b[c]));
+  }
 }
 
 void aft_window_push_f32(std::size_t n, std::size_t entries, float* const* u_rows, float* r,
@@ -236,12 +239,14 @@ void aft_window_output_f32(std::size_t n, const float* q, const double* m, const
                            const double* b, const float* r, const float* w, const float* sa,
                            const float* sb, float* y) {
   for (std::size_t c = 0; c < n; ++c) {
-    const double frame = double(r[c]) + w[c];
+    const float global_max = static_cast<float>(m[c]);
+    const float frame = r[c] + w[c];
     // One exp, the smaller side's rescale; the larger side's is exp(0) = 1.
-    const double e = std::exp(std::min(m[c], frame) - std::max(m[c], frame));
-    const double global = m[c] >= frame ? 1.0 : e;
-    const double window = m[c] >= frame ? e : 1.0;
-    y[c] = aft_output(q[c], a[c] * global + sa[c] * window, b[c] * global + sb[c] * window);
+    const float e = std::exp(std::min(global_max, frame) - std::max(global_max, frame));
+    const float global = global_max >= frame ? 1.0f : e;
+    const float window = global_max >= frame ? e : 1.0f;
+    y[c] = aft_output(q[c], static_cast<float>(a[c]) * global + sa[c] * window,
+                      static_cast<float>(b[c]) * global + sb[c] * window);
   }
 }
 

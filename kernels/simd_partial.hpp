@@ -63,9 +63,11 @@ struct GccVector;
 AFT_GCC_VECTOR(float, 2);
 AFT_GCC_VECTOR(float, 4);
 AFT_GCC_VECTOR(float, 8);
+AFT_GCC_VECTOR(float, 16);
 AFT_GCC_VECTOR(double, 2);
 AFT_GCC_VECTOR(double, 4);
 AFT_GCC_VECTOR(double, 8);
+AFT_GCC_VECTOR(double, 16);
 AFT_GCC_VECTOR(uint16_t, 4);
 AFT_GCC_VECTOR(uint16_t, 8);
 AFT_GCC_VECTOR(uint16_t, 16);
@@ -107,6 +109,24 @@ void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t coun
   } else {
     for (std::size_t i = 0; i < count; ++i) p[i] = f[i];
   }
+}
+
+// Doubles rounded to a batch of float lanes (two or four double batches' worth): the AFT sums,
+// float64, where the read-out takes them in float32.
+template <class A>
+xsimd::batch<float, A> load_narrowed(const double* p, std::size_t count, float fill) {
+  constexpr std::size_t L = xsimd::batch<float, A>::size;
+  using Floats = typename GccVector<float, L>::type;
+  using Doubles = typename GccVector<double, L>::type;
+  alignas(A::alignment()) Floats buf;
+  if (count == L) {
+    Doubles d;
+    std::memcpy(&d, p, sizeof(d));
+    buf = __builtin_convertvector(d, Floats);
+  } else {
+    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? static_cast<float>(p[i]) : fill;
+  }
+  return xsimd::batch<float, A>::load_aligned(reinterpret_cast<const float*>(&buf));
 }
 
 // The low 16 bits of each lane, a whole batch (xsimd 8.1 has no narrowing): one instruction or two
