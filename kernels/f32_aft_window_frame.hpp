@@ -10,6 +10,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels.h"
+#include "kernels/simd_exp.hpp"
 #include "kernels/simd_partial.hpp"
 
 namespace aft::kernels::simd {
@@ -26,14 +27,14 @@ void aft_window_push_batch(std::size_t c, std::size_t count, std::size_t entries
   if (xsimd::any(grew)) {
     // exp(r_old - r) < 1 where the key is a new maximum; from r = -inf there are no older entries.
     const B raised = xsimd::select(grew, key + B(kAftWindowHeadroom), ref);
-    const B scale = xsimd::select(grew, xsimd::exp(ref - raised), B(1.0f));
+    const B scale = xsimd::select(grew, exp_nonpositive<A>(ref - raised), B(1.0f));
     for (std::size_t j = 0; j < entries; ++j) {
       store_lanes<A>(load_lanes<A>(u_rows[j] + c, count, 0.0f) * scale, u_rows[j] + c, count);
     }
     ref = raised;
     store_lanes<A>(ref, r + c, count);
   }
-  store_lanes<A>(xsimd::exp(key - ref), u_new + c, count);
+  store_lanes<A>(exp_nonpositive<A>(key - ref), u_new + c, count);
 }
 
 template <class A>
@@ -57,8 +58,8 @@ void aft_window_reframe_f32(std::size_t n, std::size_t entries, const float* con
       ref = xsimd::max(ref, load_lanes<A>(k_rows[j] + c, count, 0.0f));
     }
     for (std::size_t j = 0; j < entries; ++j) {
-      store_lanes<A>(xsimd::exp(load_lanes<A>(k_rows[j] + c, count, 0.0f) - ref), u_rows[j] + c,
-                     count);
+      store_lanes<A>(exp_nonpositive<A>(load_lanes<A>(k_rows[j] + c, count, 0.0f) - ref),
+                     u_rows[j] + c, count);
     }
     store_lanes<A>(ref, r + c, count);
   }
