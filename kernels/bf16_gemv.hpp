@@ -179,6 +179,24 @@ void round_bf16(std::size_t cols, const float* x, uint16_t* xb) {
     store_low_halves<A>(rounded ^ ((rounded ^ ((bits >> 16) | U(0x40u))) & nan), xb + c);
   };
   std::size_t c = 0;
+#if defined(__AVX512BF16__)
+  if constexpr (std::is_same_v<A, xsimd::avx512dq>) {
+    // vcvtne2ps2bf16: 32 values an instruction where the lanes took about 10 for 16 (4-5% of a
+    // bf16 prompt on the tiles), the same rounding and NaNs, but a subnormal input becomes a zero:
+    // a pair of batches with one (vfpclassps) takes the lanes' way.
+    for (; c + 2 * L <= whole; c += 2 * L) {
+      const __m512 low = _mm512_loadu_ps(x + c), high = _mm512_loadu_ps(x + c + L);
+      constexpr int kSubnormal = 0x20;
+      if ((_mm512_fpclass_ps_mask(low, kSubnormal) | _mm512_fpclass_ps_mask(high, kSubnormal)) !=
+          0) {
+        round(c, B(low));
+        round(c + L, B(high));
+        continue;
+      }
+      _mm512_storeu_si512(xb + c, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+    }
+  }
+#endif
   for (; c < whole; c += L) round(c, B::load_unaligned(x + c));
   if (c < cols) {
     round(c, load_partial<A>(x + c, cols - c, 0.0f));

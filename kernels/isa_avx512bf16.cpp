@@ -1,4 +1,5 @@
-// The avx512bf16 kernel table: the avx512vnni table with the bf16 x bf16 GEMVs on vdpbf16ps.
+// The avx512bf16 kernel table: the avx512vnni table with the bf16 x bf16 GEMVs on vdpbf16ps, and
+// activations rounded to bf16 by vcvtne2ps2bf16.
 // Those are instantiated for xsimd::avx512dq, an architecture no other table uses, so that this
 // file's -mavx512bf16 code cannot be merged into another table's (see README.md); the other
 // entries are the avx512vnni table's own, copied at run time.
@@ -20,6 +21,7 @@ const KernelTable& avx512bf16_kernels() {
     using Pairs = simd::Bf16PairColumns<xsimd::avx512dq>;
     table.gemv_bf16_bf16 = &simd::gemv_groups<xsimd::avx512dq, Pairs>;
     table.gemv_batch_bf16_bf16 = &simd::gemv_batch_groups<xsimd::avx512dq, Pairs>;
+    table.round_bf16 = &simd::round_bf16<xsimd::avx512dq>;
     return table;
   }();
   return kTable;
