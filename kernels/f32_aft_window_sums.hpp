@@ -30,9 +30,9 @@ struct RowWeights {
 
 // Batches full batches from lane c, or (Batches == 1, count < size) one tail batch.
 template <class A, std::size_t Batches, class Weights>
-bool aft_window_sums_batches(std::size_t c, std::size_t count, std::size_t entries,
-                             const Weights& weights, const float* const* u_rows,
-                             const float* const* v_rows, float* sa, float* sb) {
+[[gnu::always_inline]] inline bool aft_window_sums_batches(
+    std::size_t c, std::size_t count, std::size_t entries, const Weights& weights,
+    const float* const* u_rows, const float* const* v_rows, float* sa, float* sb) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
   // Unrolled, so that the accumulators stay in registers.
