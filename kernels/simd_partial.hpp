@@ -76,24 +76,36 @@ AFT_GCC_VECTOR(uint32_t, 8);
 AFT_GCC_VECTOR(uint32_t, 16);
 #undef AFT_GCC_VECTOR
 
-// Floats widened to double lanes, and back (rounded to nearest). xsimd 8.1 has no such conversion
-// (its converting loads go element by element through a buffer, and a vector load of scalar
-// stores stalls on store forwarding: the accumulator ran at a third of its speed); a whole batch
-// goes through GCC's (and Clang's) vector conversion, a tail through a padded buffer.
+// Values of one lane type converted to a batch of another: floats widened to double lanes, doubles
+// narrowed to float lanes (rounded to nearest). xsimd 8.1 has no such conversion (its converting
+// loads go element by element through a buffer, and a vector load of scalar stores stalls on
+// store forwarding: the accumulator ran at a third of its speed); a whole batch goes through GCC's
+// (and Clang's) vector conversion, a tail through a padded buffer.
+template <class A, class To, class From>
+xsimd::batch<To, A> load_converted(const From* p, std::size_t count, To fill) {
+  constexpr std::size_t L = xsimd::batch<To, A>::size;
+  using Source = typename GccVector<From, L>::type;
+  using Target = typename GccVector<To, L>::type;
+  alignas(A::alignment()) Target buf;
+  if (count == L) {
+    Source values;
+    std::memcpy(&values, p, sizeof(values));
+    buf = __builtin_convertvector(values, Target);
+  } else {
+    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? static_cast<To>(p[i]) : fill;
+  }
+  return xsimd::batch<To, A>::load_aligned(reinterpret_cast<const To*>(&buf));
+}
+
 template <class A>
 xsimd::batch<double, A> load_widened(const float* p, std::size_t count, double fill) {
-  constexpr std::size_t L = xsimd::batch<double, A>::size;
-  using Floats = typename GccVector<float, L>::type;
-  using Doubles = typename GccVector<double, L>::type;
-  alignas(A::alignment()) Doubles buf;
-  if (count == L) {
-    Floats f;
-    std::memcpy(&f, p, sizeof(f));
-    buf = __builtin_convertvector(f, Doubles);
-  } else {
-    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? p[i] : fill;
-  }
-  return xsimd::batch<double, A>::load_aligned(reinterpret_cast<const double*>(&buf));
+  return load_converted<A, double>(p, count, fill);
+}
+
+// The AFT sums, float64, where the read-out takes them in float32.
+template <class A>
+xsimd::batch<float, A> load_narrowed(const double* p, std::size_t count, float fill) {
+  return load_converted<A, float>(p, count, fill);
 }
 
 template <class A>
@@ -109,24 +121,6 @@ void store_narrowed(const xsimd::batch<double, A>& v, float* p, std::size_t coun
   } else {
     for (std::size_t i = 0; i < count; ++i) p[i] = f[i];
   }
-}
-
-// Doubles rounded to a batch of float lanes (two or four double batches' worth): the AFT sums,
-// float64, where the read-out takes them in float32.
-template <class A>
-xsimd::batch<float, A> load_narrowed(const double* p, std::size_t count, float fill) {
-  constexpr std::size_t L = xsimd::batch<float, A>::size;
-  using Floats = typename GccVector<float, L>::type;
-  using Doubles = typename GccVector<double, L>::type;
-  alignas(A::alignment()) Floats buf;
-  if (count == L) {
-    Doubles d;
-    std::memcpy(&d, p, sizeof(d));
-    buf = __builtin_convertvector(d, Floats);
-  } else {
-    for (std::size_t i = 0; i < L; ++i) buf[i] = i < count ? static_cast<float>(p[i]) : fill;
-  }
-  return xsimd::batch<float, A>::load_aligned(reinterpret_cast<const float*>(&buf));
 }
 
 // The low 16 bits of each lane, a whole batch (xsimd 8.1 has no narrowing): one instruction or two
