@@ -170,6 +170,14 @@ GemvPromptQ8Bf16 emulated_tiles_gemv_prompt_q8_0_bf16() {
   return nullptr;
 }
 
+bool bf16_dot_outpaces_fma() {
+#if defined(AFT_KERNELS_X86)
+  return has_avx512bf16() && !__builtin_cpu_is("intel");
+#else
+  return false;
+#endif
+}
+
 const KernelChoice& active_kernel_choice() {
   static const KernelChoice choice = choose_kernels(std::getenv("AFT_ISA"));
   return choice;

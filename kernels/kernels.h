@@ -227,6 +227,12 @@ GemvBatchBf16Bf16 emulated_tiles_gemv_batch_bf16_bf16();
 using GemvPromptQ8Bf16 = decltype(KernelTable::gemv_prompt_q8_0_bf16);
 GemvPromptQ8Bf16 emulated_tiles_gemv_prompt_q8_0_bf16();
 
+// Whether AVX512-BF16's vdpbf16ps multiplies faster than FMAs on weights widened to f32: on AMD's
+// cores (Zen 4, Zen 5) it runs at twice the FMA peak, on Intel's at half of it (oneDNN's bf16
+// product 86 against 174 GFLOP/s a thread on an Emerald Rapids whose AMX was hidden;
+// docs/benchmarks.md). False where the CPU has no AVX512-BF16.
+bool bf16_dot_outpaces_fma();
+
 // The table for an AFT_ISA value, and why it is not the one asked for, if it is not.
 struct KernelChoice {
   const KernelTable* table;

@@ -77,22 +77,12 @@ Primitive create_bf16_product(std::size_t rows, std::size_t k, std::size_t width
   return Primitive{pd, dnnl::matmul(pd), true};
 }
 
-// The name of oneDNN's bf16 product on this CPU, or "" where it would not run on matrix units
-// (AMX, AVX512-BF16) or AFT_MATRIX_UNITS=off: a reference loop, or a conversion to f32 inside
-// oneDNN, would be slower than the engine's own widening.
-std::string detect_matrix_units() {
-  const char* setting = std::getenv("AFT_MATRIX_UNITS");
-  if (setting != nullptr && (std::string(setting) == "off" || std::string(setting) == "0")) {
-    return "";
-  }
+// oneDNN's implementation of a bf16 product on this CPU, or "" where it has none.
+std::string onednn_bf16_product() {
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const std::string name =
-        create_bf16_product(64, 512, kMatmulBlockColumns, true, attr).pd.impl_info_str();
-    const bool units =
-        name.find("amx") != std::string::npos || name.find("avx512_core_bf16") != std::string::npos;
-    return units && name.rfind("ref", 0) != 0 ? name : "";
+    return create_bf16_product(64, 512, kMatmulBlockColumns, true, attr).pd.impl_info_str();
   } catch (const dnnl::error&) {
     return "";
   }
@@ -453,10 +443,34 @@ void Matmul::run(std::size_t m, const float* x, float* y, int n_threads, const f
   }
 }
 
-const std::string& matrix_units() {
-  static const std::string name = detect_matrix_units();
-  return name;
+MatrixUnitChoice choose_matrix_units(const char* setting, const std::string& onednn_bf16,
+                                     bool bf16_outpaces_fma) {
+  const std::string asked = setting == nullptr ? "" : setting;
+  const bool off = asked == "off" || asked == "0";
+  const bool on = asked == "on" || asked == "1";
+  std::string warning;
+  if (!off && !on && !asked.empty() && asked != "auto") {
+    warning = "AFT_MATRIX_UNITS=" + asked + " is unknown (expected on, off or auto); using auto";
+  }
+  // A reference loop, or a conversion to f32 inside oneDNN, is slower than the engine's widening.
+  const bool amx = onednn_bf16.find("amx") != std::string::npos;
+  const bool avx512_bf16 = onednn_bf16.find("avx512_core_bf16") != std::string::npos;
+  const bool units = (amx || avx512_bf16) && onednn_bf16.rfind("ref", 0) != 0;
+  if (off || !units) {
+    if (on) warning = "AFT_MATRIX_UNITS=on: this CPU has no AMX or AVX512-BF16; using f32";
+    return {"", warning};
+  }
+  if (!amx && !on && !bf16_outpaces_fma) return {"", warning};
+  return {onednn_bf16, warning};
 }
+
+const MatrixUnitChoice& active_matrix_unit_choice() {
+  static const MatrixUnitChoice choice = choose_matrix_units(
+      std::getenv("AFT_MATRIX_UNITS"), onednn_bf16_product(), bf16_dot_outpaces_fma());
+  return choice;
+}
+
+const std::string& matrix_units() { return active_matrix_unit_choice().units; }
 
 const std::string& matrix_unit_kernels() {
   static const std::string name = matrix_units().empty() ? std::string()

@@ -52,10 +52,29 @@ constexpr std::size_t kNarrowBelowColumnBlocks = 4;
 // (each call prepares its slab of W anew), which small machines do not pay.
 std::size_t matmul_machine_blocks();
 
-// oneDNN's implementation of bf16 x bf16 -> f32 products when it runs on matrix units (AMX, or
-// AVX512-BF16), else "" (also with AFT_MATRIX_UNITS=off). Matmuls of bf16 weights run their
-// products of more than 8 rows there, the rows of x rounded to bf16: faster, and as exact as the
-// bf16 rounding of x allows (each product summed in f32).
+// The matrix units aft takes, and why not the ones asked for (AFT_MATRIX_UNITS), if not.
+struct MatrixUnitChoice {
+  std::string units;    // oneDNN's implementation of bf16 x bf16 -> f32 products, or ""
+  std::string warning;  // empty when the setting was honoured (or there was none)
+};
+
+// The rule matrix_units() applies: `setting` is AFT_MATRIX_UNITS (null, "" or "auto": the default;
+// "off" or "0": none; "on" or "1": wherever oneDNN has them), `onednn_bf16` oneDNN's implementation
+// of a bf16 product on this CPU. It counts as matrix units when it is AMX's, or AVX512-BF16's
+// ("avx512_core_bf16") and not a reference loop; by default AVX512-BF16's only where
+// `bf16_outpaces_fma` (bf16_dot_outpaces_fma()): on Intel's cores without AMX the weights widened
+// to f32 run 1.3-1.7x faster. Exposed so that tests can check it without the environment.
+MatrixUnitChoice choose_matrix_units(const char* setting, const std::string& onednn_bf16,
+                                     bool bf16_outpaces_fma);
+
+// The choice for this CPU and AFT_MATRIX_UNITS, made once.
+const MatrixUnitChoice& active_matrix_unit_choice();
+
+// The units of active_matrix_unit_choice(): oneDNN's implementation of bf16 x bf16 -> f32
+// products where aft takes matrix units for them (AMX, or AVX512-BF16 where it outpaces FMAs),
+// else "". Matmuls of bf16 weights run their products of more than 8 rows there, the rows of x
+// rounded to bf16: faster, and as exact as the bf16 rounding of x allows (each product summed in
+// f32).
 const std::string& matrix_units();
 
 // What aft runs on the matrix units, for reports: "" without them; on a table whose kernels take

@@ -156,7 +156,8 @@ TEST(AftEval, Bf16MatmulPrecisionDivergesByTheRoundingOnly) {
   if (kernels::matrix_units().empty()) {
     EXPECT_EQ(got["kld_mean"].get<double>(), 0.0);
     EXPECT_EQ(got["bits_per_char"], exact["bits_per_char"]);
-    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off); bf16 "
+    GTEST_SKIP() << "skipped: no matrix units taken (no AMX/AVX512-BF16, Intel's AVX512-BF16 "
+                    "unless AFT_MATRIX_UNITS=on, or =off); bf16 "
                     "precision was exact f32, as it should be there";
   }
   EXPECT_GT(got["kld_mean"].get<double>(), 0.0);

@@ -283,7 +283,8 @@ TEST(MatmulPrecision, F32ModelsPromptsOnMatrixUnitsHaveTheBitsOfTheirBf16Copy) {
       << "one token at a time stays f32";
   if (*aft_matrix_units() == '\0') {
     EXPECT_EQ(prompt, logits_at(f32.model_path, AFT_MATMUL_PRECISION_F32, f32.tokens, all, 1));
-    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off); the prompt "
+    GTEST_SKIP() << "skipped: no matrix units taken (no AMX/AVX512-BF16, Intel's AVX512-BF16 "
+                    "unless AFT_MATRIX_UNITS=on, or =off); the prompt "
                     "was exact f32, as it should be there";
   }
   EXPECT_EQ(prompt, logits_at(bf16.model_path, AFT_MATMUL_PRECISION_F32, f32.tokens, all, 1));

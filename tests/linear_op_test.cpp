@@ -160,7 +160,8 @@ TEST(LinearOp, F32PromptRowsOnTheBatchGemvHaveTheBitsOfTokensFedAlone) {
 // MatmulPrecision::BF16 prompt with the bits of their rounding to bf16.
 TEST(LinearOp, Bf16OnMatrixUnitsPromptRowsHaveTheBitsOfTokensFedAlone) {
   if (kernels::matrix_units().empty()) {
-    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
+    GTEST_SKIP() << "skipped: no matrix units taken (no AMX/AVX512-BF16, Intel's AVX512-BF16 "
+                    "unless AFT_MATRIX_UNITS=on, or =off)";
   }
   const kernels::KernelTable& k = kernels::active_kernels();
   // On tiles, 80 rows: blocks of 32 by the kernel's pairs of groups (300 rows: 19 groups, the

@@ -294,6 +294,39 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
   }
 }
 
+// The matrix units taken for each AFT_MATRIX_UNITS setting and oneDNN implementation: AMX by
+// default, AVX512-BF16 by default only where it outpaces FMAs, either when asked (on), neither off,
+// never a reference loop or a product without the units, and a warning for what is not honoured.
+TEST(Matmul, MatrixUnitsFollowTheSettingAndTheCpu) {
+  const std::string amx = "brg:avx512_core_amx_bf16", bf16 = "brg:avx512_core_bf16";
+  for (const char* setting : {static_cast<const char*>(nullptr), "", "auto"}) {
+    EXPECT_EQ(choose_matrix_units(setting, amx, false).units, amx);
+    EXPECT_EQ(choose_matrix_units(setting, bf16, true).units, bf16);
+    EXPECT_EQ(choose_matrix_units(setting, bf16, false).units, "");
+    EXPECT_EQ(choose_matrix_units(setting, "brg:avx512_core", true).units, "");
+    EXPECT_EQ(choose_matrix_units(setting, "ref:any", true).units, "");
+    EXPECT_EQ(choose_matrix_units(setting, "", true).units, "");
+    EXPECT_EQ(choose_matrix_units(setting, bf16, false).warning, "");
+  }
+  for (const char* on : {"on", "1"}) {
+    EXPECT_EQ(choose_matrix_units(on, bf16, false).units, bf16);
+    EXPECT_EQ(choose_matrix_units(on, amx, false).units, amx);
+    EXPECT_EQ(choose_matrix_units(on, bf16, false).warning, "");
+    const MatrixUnitChoice none = choose_matrix_units(on, "gemm:jit", true);
+    EXPECT_EQ(none.units, "");
+    EXPECT_NE(none.warning.find("no AMX or AVX512-BF16"), std::string::npos) << none.warning;
+  }
+  for (const char* off : {"off", "0"}) {
+    EXPECT_EQ(choose_matrix_units(off, amx, true).units, "");
+    EXPECT_EQ(choose_matrix_units(off, bf16, true).units, "");
+    EXPECT_EQ(choose_matrix_units(off, amx, true).warning, "");
+  }
+  const MatrixUnitChoice unknown = choose_matrix_units("yes", amx, false);
+  EXPECT_EQ(unknown.units, amx);
+  EXPECT_NE(unknown.warning.find("AFT_MATRIX_UNITS=yes is unknown"), std::string::npos);
+  EXPECT_EQ(choose_matrix_units("yes", bf16, false).units, "");
+}
+
 // bf16 weights on the matrix units (AMX, AVX512-BF16): the product of x rounded to bf16 (to nearest
 // even) and the weights, summed in f32, for products of more than 8 rows, every row block of them
 // (M = 130 and 200 end in blocks of 2 and 8 rows); the same bits for every thread count, and a
@@ -301,7 +334,8 @@ TEST(Matmul, WidenedWeightsGiveTheProductOfTheirValues) {
 // chunk of 32 values, whose tail is rounded apart.
 TEST(Matmul, Bf16WeightsOnMatrixUnitsRoundTheInputsOnly) {
   if (matrix_units().empty()) {
-    GTEST_SKIP() << "skipped: CPU has no AMX/AVX512-BF16 (or AFT_MATRIX_UNITS=off)";
+    GTEST_SKIP() << "skipped: no matrix units taken (no AMX/AVX512-BF16, Intel's AVX512-BF16 "
+                    "unless AFT_MATRIX_UNITS=on, or =off)";
   }
   const Shape shapes[] = {
       {9, 64, 130}, {64, 512, 300}, {130, 256, 1061}, {200, 96, 129}, {37, 100, 70}};

@@ -1,5 +1,5 @@
-// The kernel table sessions run (kernels::active_kernels()), with the warning of a forced ISA the
-// CPU lacks sent to the log once.
+// The kernel table sessions run (kernels::active_kernels()), with the warnings of a forced ISA the
+// CPU lacks and of an AFT_MATRIX_UNITS setting not honoured sent to the log once.
 #pragma once
 
 #include "kernels/kernels.h"

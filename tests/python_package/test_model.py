@@ -158,7 +158,7 @@ class ModelErrorsTest(unittest.TestCase):
         self.assertIn(aft.kernel_isa(), ("avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2", "sse2",
                                           "neondot", "neon", "scalar"))
         self.assertTrue(aft.matmul_implementation().startswith("oneDNN "))
-        units = aft.matrix_units()  # "" where the CPU has no AMX or AVX512-BF16
+        units = aft.matrix_units()  # "" where aft takes no matrix units here
         self.assertIn(f"bf16 weights on {units}" if units else "bf16 weights widened to f32",
                       aft.matmul_implementation())
 
