@@ -458,10 +458,10 @@ MatrixUnitChoice choose_matrix_units(const char* setting, const std::string& one
   const bool units = (amx || avx512_bf16) && onednn_bf16.rfind("ref", 0) != 0;
   if (off || !units) {
     if (on) warning = "AFT_MATRIX_UNITS=on: this CPU has no AMX or AVX512-BF16; using f32";
-    return {"", warning};
+    return {"", warning, ""};
   }
-  if (!amx && !on && !bf16_outpaces_fma) return {"", warning};
-  return {onednn_bf16, warning};
+  if (!amx && !on && !bf16_outpaces_fma) return {"", warning, onednn_bf16};
+  return {onednn_bf16, warning, ""};
 }
 
 const MatrixUnitChoice& active_matrix_unit_choice() {
@@ -529,9 +529,14 @@ std::string matmul_description() {
           ? ": prompts and batches; q8_0 prompts dequantized onto the bf16 tiles, q8_0 batches "
             "on the int8 tiles"
           : " (M > " + std::to_string(kMatmulRuntimeRows) + ")";
-  const std::string bf16 = matrix_units().empty()
-                               ? "bf16 weights widened to f32"
-                               : "bf16 weights on " + matrix_unit_kernels() + units_take;
+  const std::string& passed_over = active_matrix_unit_choice().passed_over;
+  const std::string widened =
+      passed_over.empty() ? "bf16 weights widened to f32"
+                          : "bf16 weights widened to f32 (" + passed_over +
+                                " runs at half the FMA rate on Intel's cores; AFT_MATRIX_UNITS=on "
+                                "takes it)";
+  const std::string bf16 =
+      matrix_units().empty() ? widened : "bf16 weights on " + matrix_unit_kernels() + units_take;
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(kMatmulBlockColumns) +
          "-column blocks, one thread each: " +

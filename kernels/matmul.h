@@ -54,8 +54,9 @@ std::size_t matmul_machine_blocks();
 
 // The matrix units aft takes, and why not the ones asked for (AFT_MATRIX_UNITS), if not.
 struct MatrixUnitChoice {
-  std::string units;    // oneDNN's implementation of bf16 x bf16 -> f32 products, or ""
-  std::string warning;  // empty when the setting was honoured (or there was none)
+  std::string units;        // oneDNN's implementation of bf16 x bf16 -> f32 products, or ""
+  std::string warning;      // empty when the setting was honoured (or there was none)
+  std::string passed_over;  // AVX512-BF16's implementation, not taken by default: slower than FMAs
 };
 
 // The rule matrix_units() applies: `setting` is AFT_MATRIX_UNITS (null, "" or "auto": the default;

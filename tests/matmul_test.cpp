@@ -307,6 +307,9 @@ TEST(Matmul, MatrixUnitsFollowTheSettingAndTheCpu) {
     EXPECT_EQ(choose_matrix_units(setting, "ref:any", true).units, "");
     EXPECT_EQ(choose_matrix_units(setting, "", true).units, "");
     EXPECT_EQ(choose_matrix_units(setting, bf16, false).warning, "");
+    EXPECT_EQ(choose_matrix_units(setting, bf16, false).passed_over, bf16);
+    EXPECT_EQ(choose_matrix_units(setting, bf16, true).passed_over, "");
+    EXPECT_EQ(choose_matrix_units(setting, amx, false).passed_over, "");
   }
   for (const char* on : {"on", "1"}) {
     EXPECT_EQ(choose_matrix_units(on, bf16, false).units, bf16);

@@ -71,8 +71,9 @@ const char* aft_matmul_implementation(void);
  * bf16 (for decode and batches too): on AMX aft's own tile kernels ("aft's AMX tile kernels
  * (amx_bf16, amx_int8)", which also take q8_0 prompts and batches); with AVX512-BF16 oneDNN's
  * implementation for prompts ("brg:avx512_core_bf16 (oneDNN)") and vdpbf16ps for the rest; ""
- * where the CPU has neither, or with the environment variable AFT_MATRIX_UNITS=off (the weights
- * are then widened to f32 and multiplied in f32). */
+ * where the CPU has neither, where its AVX512-BF16 is slower than FMAs (Intel's cores without AMX;
+ * the environment variable AFT_MATRIX_UNITS=on takes it there too), or with AFT_MATRIX_UNITS=off
+ * (the weights are then widened to f32 and multiplied in f32). */
 const char* aft_matrix_units(void);
 
 typedef enum aft_log_level {

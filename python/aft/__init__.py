@@ -66,7 +66,9 @@ def matmul_implementation() -> str:
 
 def matrix_units() -> str:
     """What bf16 weights' products run on (aft's AMX tile kernels, or oneDNN's AVX512-BF16
-    implementation for prompts), or "" where the CPU has no matrix units."""
+    implementation for prompts), or "" where aft takes none: the CPU has no matrix units, its
+    AVX512-BF16 runs slower than FMAs (Intel's cores without AMX, unless AFT_MATRIX_UNITS=on), or
+    AFT_MATRIX_UNITS=off."""
     return _library.library().aft_matrix_units().decode()
 
 
