@@ -223,5 +223,22 @@ TEST(LogDeathTest, WarningsGoToTheCallback) {
       ::testing::ExitedWithCode(0), "^$");
 }
 
+// So does an AFT_MATRIX_UNITS setting that is not understood, with the default choice kept.
+TEST(LogDeathTest, MatrixUnitSettingWarningsGoToTheCallback) {
+  EXPECT_EXIT(
+      {
+        setenv("AFT_MATRIX_UNITS", "yes", 1);
+        LogLines log;
+        aft_log_set_callback(record, &log);
+        const bool known = aft_kernel_isa() != nullptr;
+        const bool logged =
+            log.lines.size() == 1 && log.lines[0].first == AFT_LOG_WARNING &&
+            log.lines[0].second.find("AFT_MATRIX_UNITS=yes is unknown") != std::string::npos;
+        aft_log_set_callback(nullptr, nullptr);
+        std::exit(known && logged ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "^$");
+}
+
 }  // namespace
 }  // namespace aft::testing
