@@ -22,7 +22,10 @@ struct ScratchMemory {
 void* thread_scratch(std::size_t bytes) {
   thread_local ScratchMemory scratch;
   if (scratch.bytes < bytes) {
-    scratch.memory.reset();  // the old buffer goes before the new one is asked for
+    // The old buffer goes before the new one is asked for, and a failed request leaves none: a
+    // size kept beside a null buffer would hand the next, smaller call that null.
+    scratch.memory.reset();
+    scratch.bytes = 0;
     scratch.memory.reset(static_cast<std::byte*>(::operator new[](bytes, kScratchAlignment)));
     scratch.bytes = bytes;
   }
