@@ -23,8 +23,8 @@ struct TestTensor {
 // n_heads 2 (conv), max_seq_len 64, sinusoidal positions, embed_scale 4, untied head with bias.
 // Throws std::invalid_argument for another mixer name. Edit the result for other variants.
 nlohmann::json tiny_config(const std::string& name);
-// tiny_config at d_model 256, d_ff 1024, 6 layers (4.7 M matmul weights): past
-// Session::kOneRegionMinParameters, wide enough that calls split their work among threads.
+// tiny_config at d_model 256, d_ff 1024, 6 layers (4.7 M matmul weights): wide enough that every
+// op of a call splits its work among threads.
 nlohmann::json wide_config(const std::string& name);
 
 nlohmann::json byte_tokenizer();

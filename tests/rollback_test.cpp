@@ -307,8 +307,8 @@ TEST(RollbackFrameRaise, AFailedTokenChangesNothing) {
   }
 }
 
-// A decoded token of a model large enough to run in one parallel region (Session::
-// kOneRegionMinParameters): the ops of every layer between the same barriers.
+// A decoded token of a model wide enough that its ops split their work among threads, in one
+// parallel region: the ops of every layer between the same barriers.
 TEST(RollbackOneRegion, AFailedTokenChangesNothing) {
   for (const char* mixer : {"local", "full"}) {
     SCOPED_TRACE(mixer);

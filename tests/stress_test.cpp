@@ -129,7 +129,7 @@ TEST_P(StressTest, ConcurrentMixedScriptsGetTheBitsOfOneThread) {
 // finish saw the other advance, and each got the tokens' logits it gets alone.
 TEST(SharedCoresTest, TwoEnginesOnOneCoreBothProgress) {
   TempFile file("shared");
-  // Past Session::kOneRegionMinParameters: a decoded token is one team run with a barrier per op.
+  // Wide: every op of a decoded token (one team run) splits its work, a barrier per op.
   nlohmann::json config = wide_config("local");
   config["max_seq_len"] = 128;
   write_random_model(file.path(), config);

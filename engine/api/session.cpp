@@ -158,10 +158,9 @@ void Session::eval(const int32_t* tokens, std::size_t n_tokens, aft_logits_mode 
       if (mode == AFT_LOGITS_ALL) output_rows = rows;
       if (mode == AFT_LOGITS_LAST && last_chunk) output_rows = 1;
 
-      // A decoded token of a large model runs in one parallel region: its ops split their work
-      // over the same threads with a barrier between them, not a fork and join each.
-      const bool one_region =
-          rows == 1 && model_.config().matmul_parameters() >= kOneRegionMinParameters;
+      // A decoded token runs in one parallel region (executor.h): its ops split their work over
+      // the same threads with a barrier between them, not a fork and join each.
+      const bool one_region = rows == 1;
       const ExecContext ctx{runtime_kernels(), threads.count(), tokens + done, &sequence, 1,
                             scratch_,          one_region};
       const Tensor out =
@@ -227,14 +226,17 @@ void Session::decode_batch(Session* const* sessions, const int32_t* tokens, std:
     for (std::size_t i = 0; i < n; ++i) {
       sequences[i] = Sequence{states[i], &sessions[i]->rollback_};
     }
-    // In one parallel region, as a decoded token of the same model is.
-    const bool one_region = config.matmul_parameters() >= kOneRegionMinParameters;
     for (std::size_t done = 0; done < n;) {
       const std::size_t rows = std::min(kMaxChunkRows, n - done);
-      // A sequence per row (a chunk of one row is also a sequence's next token alone).
-      const ExecContext ctx{
-          runtime_kernels(), threads.count(), tokens + done, sequences.data() + done, rows,
-          lead.scratch_,     one_region};
+      // A sequence per row (a chunk of one row is also a sequence's next token alone), in one
+      // parallel region, as a decoded token is.
+      const ExecContext ctx{runtime_kernels(),
+                            threads.count(),
+                            tokens + done,
+                            sequences.data() + done,
+                            rows,
+                            lead.scratch_,
+                            true};
       const std::size_t output_rows = mode == AFT_LOGITS_NONE ? 0 : rows;
       const Tensor out = execute(lead.model_.graph(), lead.model_.buffer_plan(),
                                  lead.buffer_pointers_, ctx, rows, output_rows);

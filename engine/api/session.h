@@ -22,9 +22,6 @@ class Session {
   // Sapphire Rapids at 2 threads, enwik8 pp512 ran 7-13% faster in one chunk of 512 than in two
   // of 256 on the matrix units (bf16, q8_0), 2-4% in f32 (docs/benchmarks.md).
   static constexpr std::size_t kMaxChunkRows = 512;
-  // Models with at least this many matmul weights decode a token (or a batch's) in one parallel
-  // region (executor.h). Smaller ones keep most ops on one thread, and would only pay its barriers.
-  static constexpr int64_t kOneRegionMinParameters = int64_t{1} << 22;
 
   // n_threads: as aft_session_params.n_threads (0 = automatic, compute_threads.h).
   Session(const Model& model, int n_threads);
