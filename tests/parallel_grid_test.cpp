@@ -2,7 +2,8 @@
 // the cut covers every cell once at aligned starts, reads fewer bytes than columns alone where
 // the weights are few beside the input rows, keeps to columns where they are many, and feeds
 // more threads than a narrow output has column ranges; rows enough for a block a thread go a
-// block to each member in order, as parallel_ranges' ranges do.
+// block to each member in order, as parallel_ranges' ranges do; in a region, a product's columns go
+// to every member however small it is.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,6 +133,42 @@ TEST(ParallelRanges, RangePOnMemberP) {
     });
     for (std::size_t i = 0; i < seen.size(); ++i)
       ASSERT_EQ(seen[i].load(), 1) << threads << " " << i;
+  }
+}
+
+// In a region, a product's columns go to every member however little work they are (a decoded
+// token of a small model: each member reads the same weights at every token), range p on member
+// p, covering every column once; beside it, a split of so little work outside products keeps it
+// on one member.
+TEST(MemberSplit, ASmallProductsColumnsGoToEveryMember) {
+  for (int threads : {2, 3, 4}) {
+    // 768 columns: a whole number of 64-column ranges for each of 2, 3 and 4 members.
+    constexpr std::size_t kCols = 768;
+    const std::size_t per = kCols / static_cast<std::size_t>(threads);
+    std::vector<std::atomic<int>> seen(kCols);
+    std::vector<std::atomic<int>> ranges_on(static_cast<std::size_t>(threads));
+    std::atomic<int> small_ranges{0};
+    kernels::ThreadTeam::of_this_thread().run(threads, [&](Team team) {
+      const MemberSplit split{team};
+      // One row at a cost of 1 a cell: far below kMinWorkPerThread.
+      split.grid(1, 32, 4, kCols, 64, 4, 128, 1,
+                 [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+                   EXPECT_EQ(r0, 0u);
+                   EXPECT_EQ(r1, 1u);
+                   EXPECT_EQ(c0 % 64, 0u);
+                   EXPECT_EQ(c0, per * static_cast<std::size_t>(team.id)) << threads << " threads";
+                   EXPECT_EQ(c1, c0 + per);
+                   ranges_on[static_cast<std::size_t>(team.id)].fetch_add(1);
+                   for (std::size_t c = c0; c < c1; ++c) seen[c].fetch_add(1);
+                 });
+      split.ranges(kCols, 64, 1, [&](std::size_t, std::size_t) { small_ranges.fetch_add(1); });
+    });
+    for (std::size_t c = 0; c < seen.size(); ++c)
+      ASSERT_EQ(seen[c].load(), 1) << threads << " " << c;
+    for (int m = 0; m < threads; ++m) {
+      EXPECT_EQ(ranges_on[static_cast<std::size_t>(m)].load(), 1) << "member " << m;
+    }
+    EXPECT_EQ(small_ranges.load(), 1) << "work this small stays on one member outside products";
   }
 }
 
