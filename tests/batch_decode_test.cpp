@@ -88,9 +88,8 @@ TEST_P(BatchDecodeTest, EachSessionGetsTheBitsOfDecodingAlone) {
 }
 
 // Wide enough that every op is split (d = 768: 6 matmul column blocks, 12 channel blocks; 16 rows
-// of norms and token shifts) and that a batch runs in one parallel region (over 2^22 matmul
-// weights), its ops' (row, block) units split among the region's threads: each session still gets
-// the bits of decoding alone.
+// of norms and token shifts): in a batch's parallel region its ops' (row, block) units split among
+// the threads, and each session still gets the bits of decoding alone.
 TEST_P(BatchDecodeTest, WideModelsMatchTheOneRegionDecode) {
   nlohmann::json config = tiny_config(GetParam());
   config["d_model"] = 768;
