@@ -205,39 +205,31 @@ void record(aft_log_level level, const char* message, void* user_data) {
   static_cast<LogLines*>(user_data)->lines.emplace_back(level, message);
 }
 
-// The warning of a forced ISA the CPU lacks goes to the callback, not stderr. (In a child
-// process: the kernel choice is made once per process.)
+// With `variable` set to `value`, which it does not understand, the kernels are still chosen and
+// the one line logged is the warning "variable=value is unknown", through the callback. Run in a
+// child process: the kernel choice is made once per process.
+bool unknown_setting_warns_through_callback(const char* variable, const char* value) {
+  setenv(variable, value, 1);
+  LogLines log;
+  aft_log_set_callback(record, &log);
+  const bool known = aft_kernel_isa() != nullptr;
+  const std::string warning = std::string(variable) + "=" + value + " is unknown";
+  const bool logged = log.lines.size() == 1 && log.lines[0].first == AFT_LOG_WARNING &&
+                      log.lines[0].second.find(warning) != std::string::npos;
+  aft_log_set_callback(nullptr, nullptr);
+  return known && logged;
+}
+
+// The warning of a forced ISA the CPU lacks goes to the callback, not stderr.
 TEST(LogDeathTest, WarningsGoToTheCallback) {
-  EXPECT_EXIT(
-      {
-        setenv("AFT_ISA", "no-such-isa", 1);
-        LogLines log;
-        aft_log_set_callback(record, &log);
-        const bool known = aft_kernel_isa() != nullptr;
-        const bool logged =
-            log.lines.size() == 1 && log.lines[0].first == AFT_LOG_WARNING &&
-            log.lines[0].second.find("AFT_ISA=no-such-isa is unknown") != std::string::npos;
-        aft_log_set_callback(nullptr, nullptr);
-        std::exit(known && logged ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "^$");
+  EXPECT_EXIT(std::exit(unknown_setting_warns_through_callback("AFT_ISA", "no-such-isa") ? 0 : 1),
+              ::testing::ExitedWithCode(0), "^$");
 }
 
 // So does an AFT_MATRIX_UNITS setting that is not understood, with the default choice kept.
 TEST(LogDeathTest, MatrixUnitSettingWarningsGoToTheCallback) {
-  EXPECT_EXIT(
-      {
-        setenv("AFT_MATRIX_UNITS", "yes", 1);
-        LogLines log;
-        aft_log_set_callback(record, &log);
-        const bool known = aft_kernel_isa() != nullptr;
-        const bool logged =
-            log.lines.size() == 1 && log.lines[0].first == AFT_LOG_WARNING &&
-            log.lines[0].second.find("AFT_MATRIX_UNITS=yes is unknown") != std::string::npos;
-        aft_log_set_callback(nullptr, nullptr);
-        std::exit(known && logged ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "^$");
+  EXPECT_EXIT(std::exit(unknown_setting_warns_through_callback("AFT_MATRIX_UNITS", "yes") ? 0 : 1),
+              ::testing::ExitedWithCode(0), "^$");
 }
 
 }  // namespace

@@ -148,14 +148,19 @@ void parallel_grid(std::size_t rows, std::size_t row_align, std::size_t row_byte
 // size.
 using Team = kernels::TeamMember;
 
+// Inside a team: range p of r, a split of [0, n), on member p (none where r has fewer parts).
+template <class Body>
+void member_range(std::size_t n, const Ranges& r, Team team, const Body& body) {
+  const auto part = static_cast<std::size_t>(team.id);
+  if (part < r.parts) body(part * r.per, std::min(n, (part + 1) * r.per));
+}
+
 // Inside a team: split_ranges' range of this member (a range a member: claiming finer ranges
 // there, tried, gained a decoded token nothing, docs/benchmarks.md).
 template <class Body>
 void team_ranges(std::size_t n, std::size_t align, Team team, std::size_t cost_per_item,
                  const Body& body) {
-  const Ranges r = split_ranges(n, align, team.size, cost_per_item);
-  const auto part = static_cast<std::size_t>(team.id);
-  if (part < r.parts) body(part * r.per, std::min(n, (part + 1) * r.per));
+  member_range(n, split_ranges(n, align, team.size, cost_per_item), team, body);
 }
 
 // An op's split written once for both ways it runs (graph.h): CallSplit, a run of the caller's
@@ -193,10 +198,8 @@ struct MemberSplit {
   template <class Body>
   void grid(std::size_t rows, std::size_t, std::size_t, std::size_t cols, std::size_t col_align,
             std::size_t, std::size_t, std::size_t, const Body& body) const {
-    const Ranges r = aligned_ranges(cols, col_align, static_cast<std::size_t>(team.size));
-    const auto part = static_cast<std::size_t>(team.id);
-    if (part < r.parts)
-      body(std::size_t{0}, rows, part * r.per, std::min(cols, (part + 1) * r.per));
+    member_range(cols, aligned_ranges(cols, col_align, static_cast<std::size_t>(team.size)), team,
+                 [&](std::size_t c0, std::size_t c1) { body(std::size_t{0}, rows, c0, c1); });
   }
   void sync() const { kernels::ThreadTeam::barrier_of_run(team); }
 };
