@@ -193,8 +193,8 @@ struct MemberSplit {
   // A batch's few rows: ranges of columns alone, over every member however small the product
   // (kMinWorkPerThread aside): the members are awake and the barrier after a product is there
   // anyway, and each member reads the same columns of the weights at every token, which stay in
-  // its own cache. A tiny model (6 x 128, 3.2 MB of weights) decoded at 2 threads of an Emerald
-  // Rapids 1.3-1.9x faster than with its small products on one member (docs/benchmarks.md).
+  // its own cache. The tiny models (6 x 128, 3.2 MB of weights) decoded at 2 threads of an Emerald
+  // Rapids 1.12-1.78x faster than with their small products on one member (docs/benchmarks.md).
   template <class Body>
   void grid(std::size_t rows, std::size_t, std::size_t, std::size_t cols, std::size_t col_align,
             std::size_t, std::size_t, std::size_t, const Body& body) const {
