@@ -102,18 +102,27 @@ template <class A, std::size_t G>
   for (std::size_t r = 0; r < rows; ++r) y[r] = bias ? out[r] + bias[r] : out[r];
 }
 
+// Whether the calls of a pass of G groups share their blocks' weight sums (Q8GroupDot::kWeightSums;
+// the first call keeps them, the later ones are given them): passes of several groups are those
+// of more than kQ8OneGroupVectors vectors (gemv_batch_q8_0); a pass of one group, of one or two
+// vectors or the last rows, has each call take them.
+template <class A, std::size_t G>
+constexpr bool kPassWeightSums = (Q8GroupDot<A>::kWeightSums && G > 1);
+
 // gemv_groups_q8_0 for V vectors at once (x[v], xd[v], y[v], extras[v]: Q8GroupDot's extra of
-// each of vector v's blocks; 2 <= V <= D::kVectors, or 1 where D::kAloneByGroups): each weight
-// register serves them all, and
+// each of vector v's blocks; 2 <= V <= D::kVectors, or 1 where D::kAloneByGroups; weight_sums:
+// the pass's, block b's group g at (b G + g) 16, used as kSums says): each weight register serves
+// them all, and
 // each (row, vector) gets the same integer sums and the same fma per block, in the same order: the
 // bits of gemv_groups_q8_0 for each vector. Every loop over the accumulators is unrolled and they
 // leave through one array: a loop left rolled indexes them by a variable, and GCC then keeps them
 // on the stack (Q8GroupDot<avx512bw>::dot_groups).
-template <class A, std::size_t G, std::size_t V>
+template <class A, std::size_t G, std::size_t V, WeightSums kSums = WeightSums::kTake>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_vectors(
     std::size_t blocks, const int8_t* wq, const float* wd, const int8_t* const* xq,
-    const float* const* xd, const typename Q8GroupDot<A>::Extra* const* extras, const float* bias,
-    std::size_t rows, float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
+    const float* const* xd, const typename Q8GroupDot<A>::Extra* const* extras,
+    int32_t* weight_sums, const float* bias, std::size_t rows, float* const* y,
+    Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   using B = xsimd::batch<float, A>;
   using I = xsimd::batch<int32_t, A>;
   using D = Q8GroupDot<A>;
@@ -137,7 +146,13 @@ template <class A, std::size_t G, std::size_t V>
     quants.step();
     scales.step();
     I sums[G * P][V];
-    D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_extras, sums);
+    if constexpr (D::kWeightSums) {
+      D::template dot_groups<G, V, kSums>(wq + b * kGroupBytes, blocks * kGroupBytes, x,
+                                          block_extras, weight_sums + b * G * kQ8GroupRows, sums);
+    } else {
+      D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_extras,
+                                   sums);
+    }
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < G * P; ++i) {
       const B w_scales = B::load_unaligned(wd + (i / P * blocks + b) * kQ8GroupRows + i % P * L);
@@ -160,18 +175,18 @@ template <class A, std::size_t G, std::size_t V>
 }
 
 // gemv_groups_q8_0_vectors for `count` vectors, 2 <= count <= V: the instance of that count.
-template <class A, std::size_t G, std::size_t V>
+template <class A, std::size_t G, std::size_t V, WeightSums kSums>
 [[gnu::always_inline]] inline void gemv_groups_q8_0_count(
     std::size_t count, std::size_t blocks, const int8_t* wq, const float* wd,
     const int8_t* const* xq, const float* const* xd,
-    const typename Q8GroupDot<A>::Extra* const* extras, const float* bias, std::size_t rows,
-    float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
+    const typename Q8GroupDot<A>::Extra* const* extras, int32_t* weight_sums, const float* bias,
+    std::size_t rows, float* const* y, Q8Prefetch<A> quants, Q8Prefetch<A> scales) {
   if (count == V) {
-    gemv_groups_q8_0_vectors<A, G, V>(blocks, wq, wd, xq, xd, extras, bias, rows, y, quants,
-                                      scales);
+    gemv_groups_q8_0_vectors<A, G, V, kSums>(blocks, wq, wd, xq, xd, extras, weight_sums, bias,
+                                             rows, y, quants, scales);
   } else if constexpr (V > 2) {
-    gemv_groups_q8_0_count<A, G, V - 1>(count, blocks, wq, wd, xq, xd, extras, bias, rows, y,
-                                        quants, scales);
+    gemv_groups_q8_0_count<A, G, V - 1, kSums>(count, blocks, wq, wd, xq, xd, extras, weight_sums,
+                                               bias, rows, y, quants, scales);
   }
 }
 
@@ -203,13 +218,20 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
         Q8Prefetch<A>::part_of(wd + (r + pass_rows) * blocks, next_rows * blocks * sizeof(float),
                                part, parts, blocks));
   };
-  // Each vector's blocks prepared for dot_groups (Q8GroupDot::extra), once for every pass.
+  // Each vector's blocks prepared for dot_groups (Q8GroupDot::extra), once for every pass, and
+  // after them, where kPassWeightSums, room for a pass's weight sums.
+  int32_t* weight_sums = nullptr;
   const auto extras = [&] {
     if constexpr (V > 1) {
       using E = typename Q8GroupDot<A>::Extra;
       E* table = nullptr;
       if (Q8GroupDot<A>::kAloneByGroups || (n_vectors >= 2 && rows >= kPassRows)) {
-        table = static_cast<E*>(thread_scratch(n_vectors * blocks * sizeof(E)));
+        const std::size_t extra_bytes = (n_vectors * blocks * sizeof(E) + 63) / 64 * 64;
+        const std::size_t sums_bytes =
+            kPassWeightSums<A, G> ? blocks * kPassRows * sizeof(int32_t) : 0;
+        auto* scratch = static_cast<unsigned char*>(thread_scratch(extra_bytes + sums_bytes));
+        table = reinterpret_cast<E*>(scratch);
+        if (sums_bytes != 0) weight_sums = reinterpret_cast<int32_t*>(scratch + extra_bytes);
         for (std::size_t v = 0; v < n_vectors; ++v) {
           for (std::size_t b = 0; b < blocks; ++b) {
             table[v * blocks + b] = Q8GroupDot<A>::extra(xq + v * cols + b * kQ8BlockSize);
@@ -231,8 +253,11 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
       const float* d[1] = {xd + v * blocks};
       const typename Q8GroupDot<A>::Extra* e[1] = {extras + v * blocks};
       float* out[1] = {y + v * y_stride + r};
-      gemv_groups_q8_0_vectors<A, kGroups, 1>(blocks, wq + r * cols, wd + r * blocks, x, d, e, b, n,
-                                              out, pq, pd);
+      // In a pass of several groups, after its first call.
+      constexpr WeightSums kSums =
+          kPassWeightSums<A, kGroups> ? WeightSums::kGiven : WeightSums::kTake;
+      gemv_groups_q8_0_vectors<A, kGroups, 1, kSums>(blocks, wq + r * cols, wd + r * blocks, x, d,
+                                                     e, weight_sums, b, n, out, pq, pd);
     } else {
       gemv_groups_q8_0<A, kGroups>(blocks, wq + r * cols, wd + r * blocks, xq + v * cols,
                                    xd + v * blocks, b, n, y + v * y_stride + r, pq, pd);
@@ -255,8 +280,19 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
           e[i] = extras + (v + i) * blocks;
           out[i] = y + (v + i) * y_stride + r;
         }
-        gemv_groups_q8_0_count<A, G, V>(count, blocks, wq + r * cols, wd + r * blocks, x, d, e,
-                                        bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+        const auto call = [&](auto sums) {
+          gemv_groups_q8_0_count<A, G, V, decltype(sums)::value>(
+              count, blocks, wq + r * cols, wd + r * blocks, x, d, e, weight_sums,
+              bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+        };
+        using Sums = WeightSums;
+        if (!kPassWeightSums<A, G>) {
+          call(std::integral_constant<Sums, Sums::kTake>{});
+        } else if (v == 0) {
+          call(std::integral_constant<Sums, Sums::kTakeAndKeep>{});
+        } else {
+          call(std::integral_constant<Sums, Sums::kGiven>{});
+        }
         v += count;
       }
     }

@@ -22,6 +22,8 @@
 //                                 broadcast quants once for all the groups
 //   Extra extra(const int8_t* x)  (kVectors > 1) what dot_groups needs of a block besides its
 //                                 quants, computed once per GEMV for every pass
+//   kWeightSums                   whether dot_groups takes a third template argument, a
+//                                 WeightSums, and the weight_sums of the pass's calls
 // Each step multiplies a register of weights by the step's 4 activation quants broadcast to
 // every lane: no horizontal sums. Quants are in [-127, 127], so no step saturates.
 // Specialisations of a template on the architecture only (see README.md).
@@ -34,11 +36,17 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/simd_prefetch.hpp"
+#include "kernels/simd_register.hpp"
 
 namespace aft::kernels::simd {
 
 template <class A>
 struct Q8GroupDot;
+
+// How dot_groups of a table with kWeightSums (the avx512vnni table's) gets a term of each row's
+// block that depends on its weights alone: computed beside the products (kTake), the same and
+// stored for the pass's later calls (kTakeAndKeep), or read from there (kGiven).
+enum class WeightSums { kTake, kTakeAndKeep, kGiven };
 
 // The 4 activation quants of step s as one 32-bit value (a template on the architecture, like
 // every function of the ISA files).
@@ -61,6 +69,7 @@ struct Q8GroupDot<xsimd::sse2> {
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   static constexpr bool kAloneByGroups = false;
+  static constexpr bool kWeightSums = false;
   struct X {
     __m128i step[8];  // x[4s..4s+3] as int16, twice
   };
@@ -247,6 +256,7 @@ struct Q8GroupDot<xsimd::fma3<xsimd::avx2>> : Q8SignTrick<xsimd::fma3<xsimd::avx
   // One vector through dot_groups: on a Zen 5 (aft-gemv-bench 1024 1024 avx2) level in cache and
   // from memory at best, up to 0.8x in cache.
   static constexpr bool kAloneByGroups = false;
+  static constexpr bool kWeightSums = false;
 };
 #endif
 
@@ -265,6 +275,7 @@ struct Q8GroupDot<xsimd::avx512f> : Q8SignTrick<xsimd::avx512f> {
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   // One vector through dot_groups (one chain of steps a block): on a Zen 5 0.45-0.75x in cache.
   static constexpr bool kAloneByGroups = false;
+  static constexpr bool kWeightSums = false;
 };
 
 #if defined(__AVX512VNNI__)
@@ -284,66 +295,78 @@ struct Q8GroupDot<xsimd::avx512bw> {
   // Measured on a Zen 5 (aft-gemv-bench 512 2048, weights from memory): 4 to 16 vectors read
   // 1.3-1.5x faster with the next pass prefetched to L2 than to L1, in cache 2-3% faster.
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL2;
-  // A block's offset (below) is a reduction of its 32 quants, as many instructions as the 8 steps
-  // of a group: prepared per block of each pass (one group a pass for one vector), it ran once for
-  // every group. Once per GEMV instead, one vector ran 1.0-1.35x as fast in cache and 0.92-1.4x
-  // from memory on a Zen 5 (aft-gemv-bench, three shapes, avx512bf16; docs/benchmarks.md).
+  // A block's unsigned quants (below) are made once per GEMV for every pass, and one vector, too,
+  // takes them through dot_groups.
   static constexpr bool kAloneByGroups = true;
-  // A block's block_offset: removes the + 128 of the unsigned weights.
-  using Extra = int32_t;
-  // -128 sum(x) of a block: sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by psadbw
-  // against zero.
-  static int32_t block_offset(const int8_t* x) {
-    const __m256i biased = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)),
-                                            _mm256_set1_epi8(static_cast<char>(0x80)));
-    const __m256i quads = _mm256_sad_epu8(biased, _mm256_setzero_si256());
-    const __m128i pairs =
-        _mm_add_epi64(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
-    const int32_t sum =
-        _mm_cvtsi128_si32(_mm_add_epi64(pairs, _mm_unpackhi_epi64(pairs, pairs))) - 32 * 128;
-    return -128 * sum;
+  // vpdpbusd multiplies unsigned bytes by signed ones: the activations take the + 128 (x ^ 0x80),
+  // once per GEMV, and the weights stay as stored. What the + 128 adds to a row's block,
+  // 128 sum(w), is the weights' own (WeightSums): a pass's first call takes it beside its products
+  // and keeps its negation, from which every later call's accumulators start. On an Intel core,
+  // whose 512-bit integer ops share two ports with vpdpbusd, the weights made unsigned by an xor
+  // in every call and an offset of x added to every sum had taken 24 ops a block of 2 groups by 4
+  // vectors beside its 64 products (docs/benchmarks.md: 1.1-1.2x in cache, 16 vectors).
+  struct Extra {
+    uint8_t biased[32];  // x + 128
+  };
+  static Extra extra(const int8_t* x) {
+    Extra e;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.biased),
+                        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)),
+                                         _mm256_set1_epi8(static_cast<char>(0x80))));
+    return e;
   }
-  static Extra extra(const int8_t* x) { return block_offset(x); }
-  // The sums of G groups (group g's block at w + g * group_stride) and V vectors (x[v]:
-  // vector v's block of quants, *offsets[v] its block_offset) at once, step after step: each
-  // step's weight register, loaded once, serves the V vectors, and each broadcast step of a
-  // vector's quants the G groups. The accumulators (G V), the broadcasts (V) and the caller's
-  // float sums (G V) fit the 32 registers for G V <= 8. Integer sums in any order are exact, so
-  // the accumulators start at zero and take the offset at the end: started from it, GCC 12 copied
-  // one broadcast offset into both groups' accumulators and kept some of them on the stack, a
-  // store and a load on their chain at every step (aft-gemv-bench, 16 vectors in cache on a
-  // Zen 5: 420-460 GOP/s, 510-550 with every loop unrolled and the offset added at the end).
-  template <std::size_t G, std::size_t V>
-  static void dot_groups(const int8_t* w, std::size_t group_stride, const int8_t* const* x,
-                         const Extra* const* offsets, xsimd::batch<int32_t, A> (*sums)[V]) {
+  static constexpr bool kWeightSums = true;
+  // The sums of G groups (group g's block at w + g * group_stride) and V vectors (extras[v]:
+  // vector v's block of unsigned quants) at once, step after step: each step's weight register,
+  // loaded once, serves the V vectors, and each broadcast step of a vector's quants the G groups.
+  // Group g's -128 sum(w) of the block is kept at, or given from, weight_sums + 16 g. The
+  // accumulators (G V), the broadcasts (V) and the caller's float sums (G V) fit the 32 registers
+  // for G V <= 8. x is not read: the unsigned quants hold it.
+  template <std::size_t G, std::size_t V, WeightSums kSums>
+  static void dot_groups(const int8_t* w, std::size_t group_stride, const int8_t* const* /*x*/,
+                         const Extra* const* extras, int32_t* weight_sums,
+                         xsimd::batch<int32_t, A> (*sums)[V]) {
     static_assert(V >= 1 && V <= kVectors, "1 to kVectors vectors");
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i acc[G][V];
+    constexpr bool kGiven = kSums == WeightSums::kGiven;
+    __m512i taken[G];  // 128 sum(w) of each group, where not given
 #pragma GCC unroll 16
     for (std::size_t g = 0; g < G; ++g) {
+      taken[g] = _mm512_setzero_si512();
 #pragma GCC unroll 16
-      for (std::size_t v = 0; v < V; ++v) acc[g][v] = _mm512_setzero_si512();
+      for (std::size_t v = 0; v < V; ++v) {
+        acc[g][v] = kGiven ? _mm512_loadu_si512(weight_sums + 16 * g) : _mm512_setzero_si512();
+      }
     }
 #pragma GCC unroll 16
     for (std::size_t s = 0; s < 8; ++s) {
       __m512i step[V];
 #pragma GCC unroll 16
-      for (std::size_t v = 0; v < V; ++v) step[v] = _mm512_set1_epi32(q8_step_quants<A>(x[v], s));
+      for (std::size_t v = 0; v < V; ++v) {
+        step[v] = _mm512_set1_epi32(
+            q8_step_quants<A>(reinterpret_cast<const int8_t*>(extras[v]->biased), s));
+      }
 #pragma GCC unroll 16
       for (std::size_t g = 0; g < G; ++g) {
-        const __m512i unsigned_w =
-            _mm512_xor_si512(_mm512_loadu_si512(w + g * group_stride + s * 64), flip);
+        // Pinned: GCC would fold the load into every vpdpbusd, a load per product.
+        xsimd::batch<int8_t, A> pinned(_mm512_loadu_si512(w + g * group_stride + s * 64));
+        keep_in_register(pinned);
+        const __m512i wv = pinned;
+        if (!kGiven) taken[g] = _mm512_dpbusd_epi32(taken[g], bias, wv);
 #pragma GCC unroll 16
-        for (std::size_t v = 0; v < V; ++v) {
-          acc[g][v] = _mm512_dpbusd_epi32(acc[g][v], unsigned_w, step[v]);
-        }
+        for (std::size_t v = 0; v < V; ++v) acc[g][v] = _mm512_dpbusd_epi32(acc[g][v], step[v], wv);
       }
     }
 #pragma GCC unroll 16
     for (std::size_t g = 0; g < G; ++g) {
+      if constexpr (kSums == WeightSums::kTakeAndKeep) {
+        _mm512_storeu_si512(weight_sums + 16 * g,
+                            _mm512_sub_epi32(_mm512_setzero_si512(), taken[g]));
+      }
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < V; ++v) {
-        sums[g][v] = _mm512_add_epi32(acc[g][v], _mm512_set1_epi32(*offsets[v]));
+        sums[g][v] = kGiven ? acc[g][v] : _mm512_sub_epi32(acc[g][v], taken[g]);
       }
     }
   }
@@ -381,6 +404,7 @@ struct Q8GroupDot<xsimd::neon64> : Q8NeonSteps<xsimd::neon64> {
   static constexpr bool kPrefetchAlone = true;
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   static constexpr bool kAloneByGroups = false;
+  static constexpr bool kWeightSums = false;
   static void dot(const int8_t* w, const X& x, xsimd::batch<int32_t, xsimd::neon64>* sums) {
     for (std::size_t p = 0; p < kParts; ++p) {
       int32x4_t low = vdupq_n_s32(0), high = vdupq_n_s32(0);  // rows 0-1, 2-3
@@ -416,6 +440,7 @@ struct Q8GroupDot<xsimd::neon> : Q8NeonSteps<xsimd::neon> {
   static constexpr PrefetchTo kPrefetchTo = PrefetchTo::kL1;
   // A block's preparation is its 8 broadcast steps, the work dot_groups does per group as well.
   static constexpr bool kAloneByGroups = false;
+  static constexpr bool kWeightSums = false;
   // sdot needs nothing of a block besides its quants.
   struct Extra {};
   static Extra extra(const int8_t*) { return {}; }
