@@ -35,16 +35,41 @@ TEST(KernelBenches, HelpExitsWithZero) {
 }
 
 TEST(KernelBenches, GemvBenchUsageErrorsExitWithTwo) {
-  expect_usage_errors(AFT_GEMV_BENCH_PATH, "usage: aft-gemv-bench",
-                      {
-                          {"--bogus", "unknown option --bogus"},
-                          {"512", "expected ROWS COLS [ISA], found 1 argument"},
-                          {"512 512 scalar extra", "found 4 arguments"},
-                          {"0 512", "ROWS: expected an integer in [1, 65536], found \"0\""},
-                          {"512 abc", "COLS: expected an integer"},
-                          {"512 500", "COLS: expected a multiple of 32, found 500"},
-                          {"512 512 avx9", "ISA: expected one of the names below, found \"avx9\""},
-                      });
+  expect_usage_errors(
+      AFT_GEMV_BENCH_PATH, "usage: aft-gemv-bench",
+      {
+          {"--bogus", "unknown option --bogus"},
+          {"512", "expected ROWS COLS [ISA], found 1 argument"},
+          {"512 512 scalar extra", "found 4 arguments"},
+          {"0 512", "ROWS: expected an integer in [1, 65536], found \"0\""},
+          {"512 abc", "COLS: expected an integer"},
+          {"512 500", "COLS: expected a multiple of 32, found 500"},
+          {"512 512 avx9", "ISA: expected one of the names below, found \"avx9\""},
+          {"--type q4", "--type: expected one of f32, bf16, bf16x, q8_0, found \"q4\""},
+          {"--where disk", "--where: expected one of cache, memory, found \"disk\""},
+          {"--passes 0", "--passes: expected an integer in [1, 10000], found \"0\""},
+          {"--type", "--type: missing value"},
+      });
+}
+
+// --type and --where leave one row of figures: that type, in that place, for each vector count.
+TEST(KernelBenches, GemvBenchFiltersToOneTypeAndPlace) {
+  const CommandResult r =
+      run_command(AFT_GEMV_BENCH_PATH, "64 64 scalar --type q8_0 --where cache --passes 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| scalar |", 0) == 0) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(rows[0].rfind("| scalar | q8_0 | cache, GFLOP/s |", 0), 0u) << rows[0];
+  std::size_t figures = 0;
+  for (std::size_t at = rows[0].find(" |"); at != std::string::npos;
+       at = rows[0].find(" |", at + 1)) {
+    ++figures;
+  }
+  EXPECT_EQ(figures, 3u + 5u) << rows[0];  // isa, type, place, then x1 to x16
 }
 
 TEST(KernelBenches, Crc32BenchUsageErrorsExitWithTwo) {

@@ -4,7 +4,8 @@
 // (decode) and batches of vectors (sequences decoding together), over weights that stay in cache
 // (what the micro-kernel itself does, in GFLOP/s: 2 per weight and vector) and over weights read
 // from memory (GB/s of weights). docs/benchmarks.md, "Batch decode". Usage: aft-gemv-bench [rows
-// cols [isa]] (default 512 512, every ISA; --help)
+// cols [isa]] [--type T] [--where W] [--passes N] (default 512 512, every ISA, type and place;
+// --help)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -23,20 +24,22 @@ namespace {
 
 using aft::kernels::KernelTable;
 
-// Seconds per call, the best of several timed passes of enough calls to last ~20 ms.
+// Seconds per call, the best of `passes` timed passes of enough calls to last pass_seconds. On a
+// shared host many short passes find its quiet moments: 100 passes of 2 ms read the same q8_0
+// kernel within 2-3% run to run where 5 of 20 ms moved by up to 1.4x (an Emerald Rapids guest).
 template <class F>
-double seconds_per_call(F call) {
+double seconds_per_call(F call, int passes, double pass_seconds) {
   call();
   std::size_t calls = 1;
   for (;;) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < calls; ++i) call();
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (took.count() > 0.02) break;
+    if (took.count() > pass_seconds) break;
     calls *= 2;
   }
   double best = 1e30;
-  for (int pass = 0; pass < 5; ++pass) {
+  for (int pass = 0; pass < passes; ++pass) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < calls; ++i) call();
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
@@ -136,19 +139,44 @@ void run(const KernelTable& k, Problem& p, const char* type, std::size_t n) {
 constexpr const char* kIsas[] = {"avx512amx", "avx512bf16", "avx512vnni", "avx512", "avx2",
                                  "sse2",      "neondot",    "neon",       "scalar"};
 
+constexpr const char* kTypes[] = {"f32", "bf16", "bf16x", "q8_0"};
+constexpr const char* kWheres[] = {"cache", "memory"};
+
 constexpr const char* kUsage =
-    "usage: aft-gemv-bench [ROWS COLS [ISA]]\n"
+    "usage: aft-gemv-bench [ROWS COLS [ISA]] [options]\n"
     "\n"
     "The GEMV micro-kernels on one thread: ROWS x COLS weights (default 512 512; COLS a\n"
     "multiple of 32) by 1 to 16 vectors, in cache and from memory, for each ISA this CPU runs\n"
     "(or only ISA: avx512amx, avx512bf16, avx512vnni, avx512, avx2, sse2, neondot, neon,\n"
-    "scalar).\n";
+    "scalar).\n"
+    "\n"
+    "options:\n"
+    "      --type T      only weights of type T: f32, bf16, bf16x (bf16 weights by bf16\n"
+    "                    activations), q8_0\n"
+    "      --where W     only weights in W: cache or memory\n"
+    "      --passes N    time each figure as the best of N passes (default 5 of ~20 ms each;\n"
+    "                    more than 5 take passes of ~2 ms: on a shared host, try 100)\n";
 
 struct Options {
   std::size_t rows = 512;
   std::size_t cols = 512;
-  std::string only;  // one ISA, or every one
+  std::string only;   // one ISA, or every one
+  std::string type;   // one weight type, or every one
+  std::string where;  // cache or memory, or both
+  int passes = 5;
 };
+
+// value, checked to be one of names (the flag's message lists them).
+template <std::size_t N>
+std::string one_of(const std::string& flag, const std::string& value,
+                   const char* const (&names)[N]) {
+  std::string listed;
+  for (const char* name : names) {
+    if (value == name) return value;
+    listed += listed.empty() ? name : std::string(", ") + name;
+  }
+  throw aft::cli::UsageError(flag + ": expected one of " + listed + ", found \"" + value + "\"");
+}
 
 std::optional<Options> parse_args(int argc, char** argv) {
   Options options;
@@ -156,7 +184,16 @@ std::optional<Options> parse_args(int argc, char** argv) {
   aft::cli::Arguments args(argc, argv);
   while (args.next()) {
     if (args.help()) return std::nullopt;
-    positional.push_back(args.positional());
+    if (args.arg() == "--type") {
+      options.type = one_of("--type", args.value(), kTypes);
+    } else if (args.arg() == "--where") {
+      options.where = one_of("--where", args.value(), kWheres);
+    } else if (args.arg() == "--passes") {
+      options.passes =
+          static_cast<int>(aft::cli::parse_integer("--passes", args.value(), 1, 10000));
+    } else {
+      positional.push_back(args.positional());
+    }
   }
   if (positional.size() == 1 || positional.size() > 3) {
     throw aft::cli::UsageError("expected ROWS COLS [ISA], found " +
@@ -188,6 +225,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
 }
 
 int run_benchmarks(const Options& options) {
+  constexpr std::size_t kQ8Block = aft::kernels::kQ8BlockSize;
   const std::size_t rows = options.rows;
   const std::size_t cols = options.cols;
   const std::size_t kVectors[] = {1, 2, 4, 8, 16};
@@ -210,18 +248,27 @@ int run_benchmarks(const Options& options) {
   for (const char* isa : kIsas) {
     const KernelTable* k = aft::kernels::kernels_for_isa(isa);
     if (!k || (!options.only.empty() && options.only != isa)) continue;
-    Problem cached(*k, rows, cols, 1, max_vectors);
-    Problem streamed(*k, rows, cols, copies, max_vectors);
-    for (const char* type : {"f32", "bf16", "bf16x", "q8_0"}) {
-      const double bytes_per_weight = type[0] == 'f' ? 4.0 : type[0] == 'b' ? 2.0 : 34.0 / 32.0;
-      for (Problem* p : {&cached, &streamed}) {
-        std::printf("| %s | %s | %s |", isa, type,
-                    p == &cached ? "cache, GFLOP/s" : "memory, GB/s");
+    // The weights from memory take 256 MiB of each type: made only where asked for.
+    std::optional<Problem> cached, streamed;
+    if (options.where != "memory") cached.emplace(*k, rows, cols, 1, max_vectors);
+    if (options.where != "cache") streamed.emplace(*k, rows, cols, copies, max_vectors);
+    for (const char* type : kTypes) {
+      if (!options.type.empty() && options.type != type) continue;
+      // q8_0: a quant and a float32 scale per block of 32, as packed (packed_weights.h).
+      const double bytes_per_weight =
+          type[0] == 'f'   ? 4.0
+          : type[0] == 'b' ? 2.0
+                           : (kQ8Block + sizeof(float)) / static_cast<double>(kQ8Block);
+      for (Problem* p : {cached ? &*cached : nullptr, streamed ? &*streamed : nullptr}) {
+        if (!p) continue;
+        const bool in_cache = cached && p == &*cached;
+        std::printf("| %s | %s | %s |", isa, type, in_cache ? "cache, GFLOP/s" : "memory, GB/s");
         for (std::size_t n : kVectors) {
-          const double s = seconds_per_call([&] { run(*k, *p, type, n); });
+          const double s = seconds_per_call([&] { run(*k, *p, type, n); }, options.passes,
+                                            options.passes > 5 ? 0.002 : 0.02);
           const double weights = static_cast<double>(rows * cols * p->copies);
-          std::printf(" %.1f |", p == &cached ? 2.0 * weights * n / s * 1e-9
-                                              : weights * bytes_per_weight / s * 1e-9);
+          std::printf(" %.1f |", in_cache ? 2.0 * weights * n / s * 1e-9
+                                          : weights * bytes_per_weight / s * 1e-9);
         }
         std::printf("\n");
         std::fflush(stdout);
