@@ -269,7 +269,8 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
     if constexpr (V > 1) {
       while (n_vectors - v >= 2) {
         const std::size_t count = std::min(V, n_vectors - v);
-        const auto [pq, pd] = shares(r, v / V, calls, kPassRows);
+        // A pair, not a structured binding: a lambda below uses it (C++17).
+        const auto prefetch_share = shares(r, v / V, calls, kPassRows);
         const int8_t* x[V];
         const float* d[V];
         const typename Q8GroupDot<A>::Extra* e[V];
@@ -283,7 +284,8 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
         const auto call = [&](auto sums) {
           gemv_groups_q8_0_count<A, G, V, decltype(sums)::value>(
               count, blocks, wq + r * cols, wd + r * blocks, x, d, e, weight_sums,
-              bias ? bias + r : nullptr, kPassRows, out, pq, pd);
+              bias ? bias + r : nullptr, kPassRows, out, prefetch_share.first,
+              prefetch_share.second);
         };
         using Sums = WeightSums;
         if (!kPassWeightSums<A, G>) {
