@@ -147,8 +147,11 @@ template <class A, std::size_t G, std::size_t V, WeightSums kSums = WeightSums::
     scales.step();
     I sums[G * P][V];
     if constexpr (D::kWeightSums) {
+      // A pass that takes the sums in every call has no table (weight_sums null).
+      int32_t* block_sums =
+          kSums == WeightSums::kTake ? nullptr : weight_sums + b * G * kQ8GroupRows;
       D::template dot_groups<G, V, kSums>(wq + b * kGroupBytes, blocks * kGroupBytes, x,
-                                          block_extras, weight_sums + b * G * kQ8GroupRows, sums);
+                                          block_extras, block_sums, sums);
     } else {
       D::template dot_groups<G, V>(wq + b * kGroupBytes, blocks * kGroupBytes, x, block_extras,
                                    sums);
