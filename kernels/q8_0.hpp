@@ -197,8 +197,9 @@ template <class A, std::size_t G, std::size_t V, WeightSums kSums>
 // cache (kVectors vectors at once where the architecture takes several, then the 2 or more left
 // together); meanwhile each vector asks for a share of the next pass's weights (one vector alone:
 // where kPrefetchAlone). A row's result does not depend on the rows or vectors computed with it,
-// so each vector of a batch gets the bits of gemv_q8_0.
-template <class A, std::size_t G>
+// so each vector of a batch gets the bits of gemv_q8_0. kPrefetchOne: whether one vector alone
+// asks for the next pass too.
+template <class A, std::size_t G, bool kPrefetchOne>
 void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                       std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
                       float* y, std::size_t y_stride) {
@@ -211,7 +212,7 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
   const std::size_t together = V > 1 ? n_vectors / V : 0;
   const std::size_t rest = n_vectors - together * V;
   const std::size_t calls = together + (V > 1 && rest >= 2 ? 1 : rest);
-  const bool prefetch = n_vectors > 1 || Q8GroupDot<A>::kPrefetchAlone;
+  const bool prefetch = n_vectors > 1 || kPrefetchOne;
   const auto shares = [&](std::size_t r, std::size_t part, std::size_t parts,
                           std::size_t pass_rows) {
     const std::size_t next_rows =
@@ -323,22 +324,24 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
 // on one thread. A row's sums are the same in either pass: the same bits.
 constexpr std::size_t kQ8OneGroupVectors = 2;
 
-template <class A>
+// kPrefetchOne: the table's choice (Q8GroupDot::kPrefetchAlone), unless it depends on the CPU
+// (isa_avx512vnni.cpp).
+template <class A, bool kPrefetchOne = Q8GroupDot<A>::kPrefetchAlone>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
                      float* y, std::size_t y_stride) {
   if (n_vectors <= kQ8OneGroupVectors) {
-    gemv_passes_q8_0<A, 1>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y, y_stride);
+    gemv_passes_q8_0<A, 1, kPrefetchOne>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y, y_stride);
   } else {
-    gemv_passes_q8_0<A, Q8GroupDot<A>::kGroups>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y,
-                                                y_stride);
+    gemv_passes_q8_0<A, Q8GroupDot<A>::kGroups, kPrefetchOne>(rows, cols, wq, wd, n_vectors, xq, xd,
+                                                              bias, y, y_stride);
   }
 }
 
-template <class A>
+template <class A, bool kPrefetchOne = Q8GroupDot<A>::kPrefetchAlone>
 void gemv_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                const int8_t* xq, const float* xd, const float* bias, float* y) {
-  gemv_batch_q8_0<A>(rows, cols, wq, wd, 1, xq, xd, bias, y, 0);
+  gemv_batch_q8_0<A, kPrefetchOne>(rows, cols, wq, wd, 1, xq, xd, bias, y, 0);
 }
 
 }  // namespace aft::kernels::simd

@@ -291,6 +291,7 @@ struct Q8GroupDot<xsimd::avx512bw> {
   // Measured on a Zen 4: one sequence of the 430M shape decoded 35 tokens/s with the prefetch, 45
   // without, in passes of 4 groups; enwik8 324-366 against 439-478 in passes of one group (too
   // many lines in flight either way). The AVX2 and AVX-512BW tables gain up to 5% from it there.
+  // On Intel's cores the table takes it (isa_avx512vnni.cpp).
   static constexpr bool kPrefetchAlone = false;
   // Measured on a Zen 5 (aft-gemv-bench 512 2048, weights from memory): 4 to 16 vectors read
   // 1.3-1.5x faster with the next pass prefetched to L2 than to L1, in cache 2-3% faster.
