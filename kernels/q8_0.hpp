@@ -197,12 +197,12 @@ template <class A, std::size_t G, std::size_t V, WeightSums kSums>
 // cache (kVectors vectors at once where the architecture takes several, then the 2 or more left
 // together); meanwhile each vector asks for a share of the next pass's weights (one vector alone:
 // where kPrefetchAlone). A row's result does not depend on the rows or vectors computed with it,
-// so each vector of a batch gets the bits of gemv_q8_0. kPrefetchOne: whether one vector alone
+// so each vector of a batch gets the bits of gemv_q8_0. prefetch_one: whether one vector alone
 // asks for the next pass too.
-template <class A, std::size_t G, bool kPrefetchOne>
+template <class A, std::size_t G>
 void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                       std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
-                      float* y, std::size_t y_stride) {
+                      float* y, std::size_t y_stride, bool prefetch_one) {
   constexpr std::size_t kPassRows = G * kQ8GroupRows;
   const std::size_t blocks = cols / kQ8BlockSize;
   // A full pass takes its vectors kVectors at a time, then the rest: together where they are 2 or
@@ -212,7 +212,7 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
   const std::size_t together = V > 1 ? n_vectors / V : 0;
   const std::size_t rest = n_vectors - together * V;
   const std::size_t calls = together + (V > 1 && rest >= 2 ? 1 : rest);
-  const bool prefetch = n_vectors > 1 || kPrefetchOne;
+  const bool prefetch = n_vectors > 1 || prefetch_one;
   const auto shares = [&](std::size_t r, std::size_t part, std::size_t parts,
                           std::size_t pass_rows) {
     const std::size_t next_rows =
@@ -325,16 +325,16 @@ void gemv_passes_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, cons
 constexpr std::size_t kQ8OneGroupVectors = 2;
 
 // kPrefetchOne: the table's choice (Q8GroupDot::kPrefetchAlone), unless it depends on the CPU
-// (isa_avx512vnni.cpp).
+// (isa_avx512vnni.cpp); either instance calls the same passes.
 template <class A, bool kPrefetchOne = Q8GroupDot<A>::kPrefetchAlone>
 void gemv_batch_q8_0(std::size_t rows, std::size_t cols, const int8_t* wq, const float* wd,
                      std::size_t n_vectors, const int8_t* xq, const float* xd, const float* bias,
                      float* y, std::size_t y_stride) {
   if (n_vectors <= kQ8OneGroupVectors) {
-    gemv_passes_q8_0<A, 1, kPrefetchOne>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y, y_stride);
+    gemv_passes_q8_0<A, 1>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y, y_stride, kPrefetchOne);
   } else {
-    gemv_passes_q8_0<A, Q8GroupDot<A>::kGroups, kPrefetchOne>(rows, cols, wq, wd, n_vectors, xq, xd,
-                                                              bias, y, y_stride);
+    gemv_passes_q8_0<A, Q8GroupDot<A>::kGroups>(rows, cols, wq, wd, n_vectors, xq, xd, bias, y,
+                                                y_stride, kPrefetchOne);
   }
 }
 
