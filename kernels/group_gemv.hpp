@@ -8,11 +8,13 @@
 // order whatever the block's shape: gemv_batch_groups gives each vector the bits of gemv_groups.
 // The weights and their products are a policy (Columns: F32Columns below, the bf16 ones in
 // bf16_gemv.hpp). A pass of several blocks asks, as its blocks compute, for the next pass's
-// weights in L2 (kPrefetchNext). Single-threaded.
+// weights in L2 (kPrefetchNext); one vector may ask L1 for its streams' lines a little ahead
+// (kReadAheadLines). Single-threaded.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -115,13 +117,23 @@ struct GroupBlocks {
   static constexpr bool kTakesPrompts = kLanes >= 8;
 };
 
+// How far ahead one vector's steps ask L1 for their groups' lines where the table takes it
+// (gemv_groups' kReadAhead): a group's step is one 64-byte line, so each step asks for the line 16
+// steps on in each of its streams. A bf16 step has four operations on its line besides the load
+// (two to widen, two multiply-adds), f32's one, and from memory the out-of-order window then
+// reached fewer lines ahead than the hardware prefetchers need: on an Emerald Rapids one bf16
+// vector read 13.0 GB/s from memory and 15.1 asking 16 lines ahead (as f32 reads), level in cache;
+// 16 to 32 lines measured alike, f32 level with it (docs/benchmarks.md).
+constexpr std::size_t kReadAheadLines = 16;
+
 // G groups from the group at w (rows [0, rows) of them written, rows <= 16 G) for V vectors: x of
-// vector j at x + j * x_stride, its y at y + j * y_stride. kPaced: see paced_share.
+// vector j at x + j * x_stride, its y at y + j * y_stride. kPaced: see paced_share. ahead: for one
+// vector, the steps ahead of each group's stream that a step asks L1 for (0: none).
 template <class A, class C, std::size_t G, std::size_t V, bool kPaced>
 [[gnu::always_inline]] inline void gemv_group_block(
     std::size_t cols, std::size_t row_values, const typename C::Value* w,
     const typename C::Input* x, std::size_t x_stride, const float* bias, std::size_t rows, float* y,
-    std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next) {
+    std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next, std::size_t ahead) {
   using B = xsimd::batch<float, A>;
   constexpr std::size_t L = B::size;
   constexpr std::size_t P = GroupBlocks<A, C>::kRegisters;
@@ -165,7 +177,21 @@ template <class A, class C, std::size_t G, std::size_t V, bool kPaced>
   // are longer than the columns it reads: there a block asks for the first `steps` lines of its
   // share (all the next pass's columns in use where G is 1).
   const std::size_t asking = std::min(next.lines, steps);
-  if constexpr (kPaced) {
+  if (V == 1 && ahead > 0) {
+    // Addresses as integers: the last steps ask for lines past the matrix, which is harmless for a
+    // prefetch but not a pointer to form.
+    constexpr std::size_t kStepBytes = C::kStepValues * sizeof(typename C::Value);
+    const std::size_t group_bytes = group_stride * sizeof(typename C::Value);
+    const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(w) + ahead * kStepBytes;
+    for (std::size_t s = 0; s < steps; ++s) {
+#pragma GCC unroll 64
+      for (std::size_t g = 0; g < G; ++g) {
+        __builtin_prefetch(reinterpret_cast<const void*>(first + g * group_bytes + s * kStepBytes),
+                           0, 3);
+      }
+      step(s);
+    }
+  } else if constexpr (kPaced) {
     std::size_t s = 0;
     for (std::size_t line = 0; line < asking; ++line) {
       next.line(line);
@@ -214,13 +240,14 @@ template <class A, class C, std::size_t G, std::size_t V, bool kPaced>
 inline void gemv_group_vectors(std::size_t n, std::size_t cols, std::size_t row_values,
                                const typename C::Value* w, const typename C::Input* x,
                                std::size_t x_stride, const float* bias, std::size_t rows, float* y,
-                               std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next) {
+                               std::size_t y_stride, Prefetch<A, PrefetchTo::kL2> next,
+                               std::size_t ahead) {
   if (n == V) {
     gemv_group_block<A, C, G, V, kPaced>(cols, row_values, w, x, x_stride, bias, rows, y, y_stride,
-                                         next);
+                                         next, ahead);
   } else if constexpr (V > 1) {
     gemv_group_vectors<A, C, G, V - 1, kPaced>(n, cols, row_values, w, x, x_stride, bias, rows, y,
-                                               y_stride, next);
+                                               y_stride, next, ahead);
   }
 }
 
@@ -243,7 +270,7 @@ template <class A, class C, std::size_t G, std::size_t V>
 inline void gemv_group_pass(std::size_t cols, std::size_t row_values, const typename C::Value* w,
                             std::size_t n_vectors, const typename C::Input* x, std::size_t x_stride,
                             const float* bias, std::size_t rows, float* y, std::size_t y_stride,
-                            const void* next, std::size_t next_bytes) {
+                            const void* next, std::size_t next_bytes, std::size_t ahead) {
   const std::size_t blocks = (n_vectors + V - 1) / V;
   std::size_t v = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
@@ -252,10 +279,10 @@ inline void gemv_group_pass(std::size_t cols, std::size_t row_values, const type
         Prefetch<A, PrefetchTo::kL2>::part_of(next, next_bytes, b, blocks, C::steps(cols));
     if (paced_share<A>(share.lines, C::steps(cols))) {
       gemv_group_vectors<A, C, G, V, true>(n, cols, row_values, w, x + v * x_stride, x_stride, bias,
-                                           rows, y + v * y_stride, y_stride, share);
+                                           rows, y + v * y_stride, y_stride, share, ahead);
     } else {
       gemv_group_vectors<A, C, G, V, false>(n, cols, row_values, w, x + v * x_stride, x_stride,
-                                            bias, rows, y + v * y_stride, y_stride, share);
+                                            bias, rows, y + v * y_stride, y_stride, share, ahead);
     }
     v += n;
   }
@@ -263,12 +290,12 @@ inline void gemv_group_pass(std::size_t cols, std::size_t row_values, const type
 
 // Passes of G groups, then one group at a time; the last group may hold fewer than 16 rows. Each
 // row takes row_values values of the layout (C::row_values of the columns it was packed with, of
-// which the first cols are multiplied).
+// which the first cols are multiplied). ahead: see gemv_group_block.
 template <class A, class C, std::size_t G, std::size_t V>
 void gemv_group_passes(std::size_t rows, std::size_t cols, std::size_t row_values,
                        const typename C::Value* w, std::size_t n_vectors,
                        const typename C::Input* x, std::size_t x_stride, const float* bias,
-                       float* y, std::size_t y_stride) {
+                       float* y, std::size_t y_stride, std::size_t ahead = 0) {
   constexpr std::size_t kRows = kGroupRows;
   // Passes of several blocks: each block asks for its share of the next pass's weights.
   const bool prefetch = GroupBlocks<A, C>::kPrefetchNext && n_vectors > V;
@@ -281,14 +308,14 @@ void gemv_group_passes(std::size_t rows, std::size_t cols, std::size_t row_value
     const std::size_t next = r + G * kRows;
     gemv_group_pass<A, C, G, V>(cols, row_values, w + r * row_values, n_vectors, x, x_stride,
                                 bias ? bias + r : nullptr, G * kRows, y + r, y_stride,
-                                w + next * row_values, next_bytes(next, G * kRows));
+                                w + next * row_values, next_bytes(next, G * kRows), ahead);
   }
   for (; r < rows; r += kRows) {
     const std::size_t n = std::min(rows - r, kRows);
     const std::size_t next = r + kRows;
     gemv_group_pass<A, C, 1, V>(cols, row_values, w + r * row_values, n_vectors, x, x_stride,
                                 bias ? bias + r : nullptr, n, y + r, y_stride,
-                                w + next * row_values, next_bytes(next, kRows));
+                                w + next * row_values, next_bytes(next, kRows), ahead);
   }
 }
 
@@ -311,11 +338,13 @@ void gemv_batch_f32_prefix(std::size_t rows, std::size_t cols, std::size_t packe
       rows, cols, packed_cols, w, n_vectors, x, x_stride, bias, y, y_stride);
 }
 
-template <class A, class C>
+// kReadAhead: whether each step asks L1 for its groups' lines kReadAheadLines steps on (the
+// table's choice, by CPU); either instance runs the same passes, with the same bits.
+template <class A, class C, bool kReadAhead = false>
 void gemv_groups(std::size_t rows, std::size_t cols, const typename C::Value* w,
                  const typename C::Input* x, const float* bias, float* y) {
-  gemv_group_passes<A, C, GroupBlocks<A, C>::kGroupsAlone, 1>(rows, cols, C::row_values(cols), w, 1,
-                                                              x, 0, bias, y, 0);
+  gemv_group_passes<A, C, GroupBlocks<A, C>::kGroupsAlone, 1>(
+      rows, cols, C::row_values(cols), w, 1, x, 0, bias, y, 0, kReadAhead ? kReadAheadLines : 0);
 }
 
 }  // namespace aft::kernels::simd
