@@ -42,9 +42,11 @@ struct Prefetch {
   }
 
   void step() {
-    for (std::size_t i = 0; i < per_step && lines > 0; ++i, --lines, next += kLine) {
-      __builtin_prefetch(next, 0, kLocality);
-    }
+    const std::size_t n = std::min(per_step, lines);
+    if (n == 0) return;  // next may be null
+    for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(next + i * kLine, 0, kLocality);
+    next += n * kLine;
+    lines -= n;
   }
 
   // Line `i` of the range (i < lines), for a caller that asks for one line a step and counts
